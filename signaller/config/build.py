@@ -1,0 +1,191 @@
+"""Turning merged property text into a validated ``SignallerConfig``, reporting every problem at once."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from signaller.config.fields import PROPERTIES, Kind, Prop, Status
+from signaller.config.model import SignallerConfig
+from signaller.config.names import declared, family_of, suggestions
+from signaller.config.parsing import Rejected
+from signaller.config.problems import problem, raise_if_any
+from signaller.config.sources import Layer, RawValue
+from signaller.config.values import NotificationChannel, OffsetStorage, Secret, shown
+from signaller.errors import ConfigError
+
+log = logging.getLogger("signaller.config")
+
+NOT_SET = "(not set)"
+"""The origin reported for a required property that was given nowhere."""
+
+
+@dataclass(slots=True)
+class _Build:
+    """Work in progress: typed values by attribute, ignored names, problems found so far."""
+
+    layer: Layer
+    values: dict[str, object] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    problems: list[ConfigError] = field(default_factory=list)
+
+    def origin(self, name: str) -> str:
+        raw = self.layer.values.get(name)
+        return raw.origin if raw is not None else NOT_SET
+
+    def text(self, name: str) -> str | None:
+        raw = self.layer.values.get(name)
+        return raw.text if raw is not None else None
+
+
+def build_config(layer: Layer) -> SignallerConfig:
+    """Validate ``layer`` (already merged, aliases resolved) into a ``SignallerConfig``.
+
+    Raises ``ConfigErrors`` listing every problem: those the readers found, unknown and refused
+    properties, values that do not parse, missing required properties and cross-property rules.
+    Accepted-but-ignored properties are logged as warnings and listed in ``ignored_properties``.
+    """
+    build = _Build(layer, problems=list(layer.problems))
+    for name, raw in layer.values.items():
+        _classify(build, name, raw)
+    for prop in PROPERTIES:
+        if prop.status is Status.SUPPORTED and prop.attr not in build.values:
+            _apply_default(build, prop)
+    _derive_defaults(build.values)
+    for rule in _CROSS_CHECKS:
+        rule(build)
+    raise_if_any(build.problems)
+    return SignallerConfig(
+        **build.values,
+        raw=MappingProxyType({name: raw.text for name, raw in layer.values.items()}),
+        origins=MappingProxyType({name: raw.origin for name, raw in layer.values.items()}),
+        ignored_properties=tuple(build.ignored),
+    )
+
+
+def _classify(build: _Build, name: str, raw: RawValue) -> None:
+    """Parse a supported property, note an accepted one, refuse a refused one, report an unknown one."""
+    prop = declared(name)
+    if prop is not None and prop.status is Status.SUPPORTED:
+        _parse(build, prop, raw)
+        return
+    family = family_of(name)
+    status, reason = (prop.status, prop.doc) if prop else (family.status, family.doc) if family else (None, "")
+    if status is Status.ACCEPTED:
+        log.warning("ignoring %s=%r (from %s): %s", raw.written, shown(name, raw.text), raw.origin, reason)
+        build.ignored.append(name)
+    elif status is Status.REFUSED and raw.text.strip():
+        build.problems.append(problem(raw.written, raw.text, f"unset or empty: {reason}", raw.origin))
+    elif status is None:
+        build.problems.append(problem(raw.written, raw.text, _unknown(name), raw.origin))
+
+
+def _unknown(name: str) -> str:
+    near = suggestions(name)
+    hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else "see signaller.config.fields"
+    return f"a property known to signaller or to Debezium's PostgreSQL connector ({name!r} is unknown; {hint})"
+
+
+def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:
+    try:
+        value = prop.parse(raw.text)
+    except Rejected as rejected:
+        build.problems.append(problem(raw.written, raw.text, rejected.accepted, raw.origin))
+        return
+    build.values[prop.attr] = _blank_is_unset(prop, value)
+    if prop.name == "snapshot.mode" and raw.text.strip().lower() == "never":
+        log.warning("snapshot.mode=never (from %s) is read as no_data, Debezium's current name for it", raw.origin)
+
+
+def _blank_is_unset(prop: Prop, value: object) -> object:
+    """An empty text or secret for an optional property means unset."""
+    if prop.default is None and prop.kind in (Kind.STR, Kind.SECRET):
+        text = value.reveal() if isinstance(value, Secret) else value
+        return None if text == "" else value
+    return value
+
+
+def _apply_default(build: _Build, prop: Prop) -> None:
+    if prop.required:
+        accepted = f"a value: {prop.name} is required ({prop.doc})"
+        build.problems.append(problem(prop.name, None, accepted, NOT_SET))
+        return
+    build.values[prop.attr] = None if prop.default is None else prop.parse(prop.default)
+
+
+def _derive_defaults(values: dict[str, object]) -> None:
+    """Defaults that depend on other properties, as Debezium/signaller define them."""
+    prefix = values.get("topic_prefix") or ""
+    if values.get("signal_kafka_topic") is None:
+        values["signal_kafka_topic"] = f"{prefix}-signal"
+    if values.get("offset_storage_topic") is None:
+        values["offset_storage_topic"] = f"{prefix}-offsets"
+    if values.get("signal_kafka_bootstrap_servers") is None:
+        values["signal_kafka_bootstrap_servers"] = values.get("kafka_bootstrap_servers")
+
+
+# --- rules across properties ---------------------------------------------------------------------------
+
+
+def _exclusive_lists(build: _Build) -> None:
+    """Debezium refuses an include list and an exclude list of the same kind together."""
+    for kind in ("schema", "table", "column"):
+        include, exclude = f"{kind}.include.list", f"{kind}.exclude.list"
+        if (build.text(include) or "").strip() and (build.text(exclude) or "").strip():
+            accepted = f"no {exclude} when {include} is already specified (use one or the other)"
+            build.problems.append(problem(exclude, build.text(exclude), accepted, build.origin(exclude)))
+
+
+def _queue_larger_than_batch(build: _Build) -> None:
+    queue, batch = build.values.get("max_queue_size"), build.values.get("max_batch_size")
+    if isinstance(queue, int) and isinstance(batch, int) and queue <= batch:
+        accepted = f"an integer larger than max.batch.size ({batch})"
+        build.problems.append(problem("max.queue.size", queue, accepted, build.origin("max.queue.size")))
+
+
+def _sink_needs_topic(build: _Build) -> None:
+    channels = build.values.get("notification_enabled_channels")
+    if isinstance(channels, tuple) and NotificationChannel.SINK in channels \
+            and not build.values.get("notification_sink_topic_name"):
+        accepted = "a topic name: required when notification.enabled.channels includes sink"
+        build.problems.append(problem("notification.sink.topic.name", None, accepted, NOT_SET))
+
+
+def _file_storage_needs_filename(build: _Build) -> None:
+    if build.values.get("offset_storage") is OffsetStorage.FILE and not build.values.get("offset_storage_file_filename"):
+        accepted = "a file path: required when offset.storage=file"
+        build.problems.append(problem("offset.storage.file.filename", None, accepted, NOT_SET))
+
+
+def _token_unless_loopback(build: _Build) -> None:
+    """The HTTP API accepts signals; off loopback it must demand a bearer token."""
+    host = build.values.get("signaller_http_host")
+    if isinstance(host, str) and not is_loopback(host) and build.values.get("signaller_http_token") is None:
+        accepted = (f"a bearer token: required because signaller.http.host={host!r} is not a loopback "
+                    f"address (set signaller.http.token, or bind to 127.0.0.1)")
+        build.problems.append(problem("signaller.http.token", None, accepted, build.origin("signaller.http.host")))
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+_CROSS_CHECKS: tuple[Callable[[_Build], None], ...] = (
+    _exclusive_lists,
+    _queue_larger_than_batch,
+    _sink_needs_topic,
+    _file_storage_needs_filename,
+    _token_unless_loopback,
+)
+
+DEFAULTS: Mapping[str, str | None] = MappingProxyType({prop.name: prop.default for prop in PROPERTIES})
+"""Declared defaults by property name, as text (None: unset or derived)."""

@@ -1,0 +1,166 @@
+"""Value types a parsed configuration holds: secrets, Debezium's closed sets of modes, key-column rules.
+
+The enums list only the values signaller implements. Debezium values signaller recognises but refuses
+are declared next to each property in ``fields.py`` with the reason, so an error can explain them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+MASK = "********"
+"""What every secret is shown as, in ``repr``/``str``, error messages and ``to_display_dict``."""
+
+_SECRET_NAME = re.compile(r"password|secret|token|sasl\.jaas\.config|basic\.auth\.user\.info", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """True if a property (or environment variable) called ``name`` holds a secret and must be masked.
+
+    Matches Debezium's own masking rule (``Configuration.PASSWORD_PATTERN``) widened to ``token``.
+    """
+    return _SECRET_NAME.search(name) is not None
+
+
+def shown(name: str, value: object) -> object:
+    """``value`` as it may appear in logs and errors: ``MASK`` when ``name`` is secret, else unchanged."""
+    return MASK if value is not None and (is_secret_name(name) or isinstance(value, Secret)) else value
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A string that is never printed. ``reveal()`` is the only way to read it."""
+
+    _value: str = field(repr=False)
+
+    def reveal(self) -> str:
+        """The secret in clear text: pass it to a driver, never to a log."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK!r})"
+
+    def __str__(self) -> str:
+        return MASK
+
+
+class SslMode(StrEnum):
+    """``database.sslmode``: libpq's ``sslmode`` (Debezium passes it to the JDBC driver)."""
+
+    DISABLE = "disable"
+    ALLOW = "allow"
+    PREFER = "prefer"
+    REQUIRE = "require"
+    VERIFY_CA = "verify-ca"
+    VERIFY_FULL = "verify-full"
+
+
+class SnapshotMode(StrEnum):
+    """``snapshot.mode`` values signaller implements (``never`` is read as ``no_data``)."""
+
+    INITIAL = "initial"
+    NO_DATA = "no_data"
+    WHEN_NEEDED = "when_needed"
+
+
+class PluginName(StrEnum):
+    """``plugin.name``: signaller decodes pgoutput only."""
+
+    PGOUTPUT = "pgoutput"
+
+
+class AutoCreateMode(StrEnum):
+    """``publication.autocreate.mode``."""
+
+    ALL_TABLES = "all_tables"
+    FILTERED = "filtered"
+    DISABLED = "disabled"
+    NO_TABLES = "no_tables"
+
+
+class DecimalHandlingMode(StrEnum):
+    """``decimal.handling.mode``."""
+
+    PRECISE = "precise"
+    DOUBLE = "double"
+    STRING = "string"
+
+
+class TimePrecisionMode(StrEnum):
+    """``time.precision.mode`` values signaller implements."""
+
+    ADAPTIVE = "adaptive"
+    ADAPTIVE_TIME_MICROSECONDS = "adaptive_time_microseconds"
+    CONNECT = "connect"
+
+
+class BinaryHandlingMode(StrEnum):
+    """``binary.handling.mode``."""
+
+    BYTES = "bytes"
+    BASE64 = "base64"
+    BASE64_URL_SAFE = "base64-url-safe"
+    HEX = "hex"
+
+
+class IntervalHandlingMode(StrEnum):
+    """``interval.handling.mode``."""
+
+    NUMERIC = "numeric"
+    STRING = "string"
+
+
+class HStoreHandlingMode(StrEnum):
+    """``hstore.handling.mode``."""
+
+    JSON = "json"
+    MAP = "map"
+
+
+class NameAdjustmentMode(StrEnum):
+    """``schema.name.adjustment.mode`` / ``field.name.adjustment.mode`` values signaller implements."""
+
+    NONE = "none"
+
+
+class WatermarkStrategy(StrEnum):
+    """``incremental.snapshot.watermarking.strategy`` (Debezium compares case-insensitively)."""
+
+    INSERT_INSERT = "insert_insert"
+    INSERT_DELETE = "insert_delete"
+
+
+class SignalChannel(StrEnum):
+    """``signal.enabled.channels`` entries signaller implements; ``http`` is signaller's own."""
+
+    SOURCE = "source"
+    KAFKA = "kafka"
+    FILE = "file"
+    HTTP = "http"
+
+
+class NotificationChannel(StrEnum):
+    """``notification.enabled.channels`` entries signaller implements."""
+
+    SINK = "sink"
+    LOG = "log"
+
+
+class OffsetStorage(StrEnum):
+    """``offset.storage`` (signaller's own): where connector offsets are committed."""
+
+    FILE = "file"
+    KAFKA = "kafka"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyColumns:
+    """One ``message.key.columns`` rule: tables whose ``schema.table`` full-matches ``table`` use ``columns``."""
+
+    table: re.Pattern[str]
+    columns: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.table.pattern}:{','.join(self.columns)}"

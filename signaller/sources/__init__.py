@@ -1,0 +1,1 @@
+"""Change sources: where change events come from."""

@@ -1,0 +1,1 @@
+"""PostgreSQL logical-replication source: pgoutput decoding, relation cache, type conversion."""
