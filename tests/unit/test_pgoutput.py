@@ -341,6 +341,21 @@ def test_truncated_message_error_is_helpful() -> None:
         decode_message(payload[:12])
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"T" + struct.pack(">IB", 2**32 - 1, 0) + bytes(8),
+        b"M" + struct.pack(">BQ", 1, 5) + b"p\0" + struct.pack(">I", 2**32 - 1),
+        b"I" + struct.pack(">I", 1) + b"N" + struct.pack(">H", 65535),
+        b"I" + struct.pack(">I", 1) + b"N" + struct.pack(">H", 1) + b"t" + struct.pack(">I", 2**32 - 1),
+    ],
+    ids=["truncate-count", "message-size", "tuple-count", "text-length"],
+)
+def test_absurd_counts_and_lengths(payload: bytes) -> None:
+    with pytest.raises(DecodeError, match=r"truncated pgoutput \w+ message"):
+        decode_message(payload)
+
+
 def test_unknown_tuple_value_kind() -> None:
     payload = b"I" + struct.pack(">I", 5) + b"N" + struct.pack(">H", 1) + b"x"
     with pytest.raises(DecodeError, match=r"column 0 has unknown kind 'x'"):

@@ -534,7 +534,8 @@ def decode_message(payload: bytes | bytearray | memoryview, *, streamed: bool = 
             f"pgoutput {entry[0]} message ({len(data)} bytes) has text that is not UTF-8: {exc}"
         ) from exc
     except (struct.error, IndexError) as exc:
-        raise DecodeError(f"truncated pgoutput {entry[0]} message ({len(data)} bytes): {exc}") from exc
+        detail = "payload ends before the message is complete" if str(exc) == "index out of range" else exc
+        raise DecodeError(f"truncated pgoutput {entry[0]} message ({len(data)} bytes): {detail}") from exc
 
 
 __all__ = [
