@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from signaller.config.fields import PROPERTIES, Kind, Prop, Status
 from signaller.config.model import SignallerConfig
@@ -52,14 +53,16 @@ def build_config(layer: Layer) -> SignallerConfig:
     for name, raw in layer.values.items():
         _classify(build, name, raw)
     for prop in PROPERTIES:
-        if prop.status is Status.SUPPORTED and prop.attr not in build.values:
+        given = prop.name in layer.values  # given but invalid: already reported, no default
+        if prop.status is Status.SUPPORTED and prop.attr not in build.values and not given:
             _apply_default(build, prop)
     _derive_defaults(build.values)
     for rule in _CROSS_CHECKS:
         rule(build)
     raise_if_any(build.problems)
+    typed: dict[str, Any] = build.values  # each parser returns its field's type; a unit test checks them
     return SignallerConfig(
-        **build.values,
+        **typed,
         raw=MappingProxyType({name: raw.text for name, raw in layer.values.items()}),
         origins=MappingProxyType({name: raw.origin for name, raw in layer.values.items()}),
         ignored_properties=tuple(build.ignored),
@@ -73,7 +76,8 @@ def _classify(build: _Build, name: str, raw: RawValue) -> None:
         _parse(build, prop, raw)
         return
     family = family_of(name)
-    status, reason = (prop.status, prop.doc) if prop else (family.status, family.doc) if family else (None, "")
+    source = prop or family
+    status, reason = (source.status, source.doc) if source is not None else (None, "")
     if status is Status.ACCEPTED:
         log.warning("ignoring %s=%r (from %s): %s", raw.written, shown(name, raw.text), raw.origin, reason)
         build.ignored.append(name)
@@ -86,7 +90,7 @@ def _classify(build: _Build, name: str, raw: RawValue) -> None:
 def _unknown(name: str) -> str:
     near = suggestions(name)
     hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else "see signaller.config.fields"
-    return f"a property known to signaller or to Debezium's PostgreSQL connector ({name!r} is unknown; {hint})"
+    return f"a property known to signaller or Debezium's PostgreSQL connector ({name!r} is unknown; {hint})"
 
 
 def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:
@@ -97,7 +101,7 @@ def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:
         return
     build.values[prop.attr] = _blank_is_unset(prop, value)
     if prop.name == "snapshot.mode" and raw.text.strip().lower() == "never":
-        log.warning("snapshot.mode=never (from %s) is read as no_data, Debezium's current name for it", raw.origin)
+        log.warning("snapshot.mode=never (from %s) is read as no_data, Debezium's newer name", raw.origin)
 
 
 def _blank_is_unset(prop: Prop, value: object) -> object:
@@ -155,7 +159,8 @@ def _sink_needs_topic(build: _Build) -> None:
 
 
 def _file_storage_needs_filename(build: _Build) -> None:
-    if build.values.get("offset_storage") is OffsetStorage.FILE and not build.values.get("offset_storage_file_filename"):
+    file_storage = build.values.get("offset_storage") is OffsetStorage.FILE
+    if file_storage and not build.values.get("offset_storage_file_filename"):
         accepted = "a file path: required when offset.storage=file"
         build.problems.append(problem("offset.storage.file.filename", None, accepted, NOT_SET))
 
@@ -166,7 +171,8 @@ def _token_unless_loopback(build: _Build) -> None:
     if isinstance(host, str) and not is_loopback(host) and build.values.get("signaller_http_token") is None:
         accepted = (f"a bearer token: required because signaller.http.host={host!r} is not a loopback "
                     f"address (set signaller.http.token, or bind to 127.0.0.1)")
-        build.problems.append(problem("signaller.http.token", None, accepted, build.origin("signaller.http.host")))
+        origin = build.origin("signaller.http.host")
+        build.problems.append(problem("signaller.http.token", None, accepted, origin))
 
 
 def is_loopback(host: str) -> bool:

@@ -144,7 +144,9 @@ def enum(
     return Prop(name, Kind.ENUM, Status.SUPPORTED, doc, default, parser=parser)
 
 
-def channels(name: str, choices: type[StrEnum], default: str, doc: str, unsupported: Mapping[str, str]) -> Prop:
+def channels(
+    name: str, choices: type[StrEnum], default: str, doc: str, unsupported: Mapping[str, str]
+) -> Prop:
     """Declare a comma-separated list of channel names."""
     parser = p.enum_list_parser(choices, unsupported)
     return Prop(name, Kind.LIST, Status.SUPPORTED, doc, default, parser=parser)
@@ -162,7 +164,10 @@ def refused(reason: str, *names: str) -> tuple[Prop, ...]:
 
 PG_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
-_AVRO_CONVERTERS = ("io.confluent.connect.avro.AvroConverter", "io.apicurio.registry.utils.converter.AvroConverter")
+_AVRO_CONVERTERS = (
+    "io.confluent.connect.avro.AvroConverter",
+    "io.apicurio.registry.utils.converter.AvroConverter",
+)
 
 
 def _json_converter_only(value: object) -> None:
@@ -184,11 +189,11 @@ _JMX = "JMX is a Java facility; use http (signaller's REST channel), kafka, file
 PROPERTIES: tuple[Prop, ...] = (
     # --- Kafka Connect connector envelope -----------------------------------------------------------
     supported("connector.class", Kind.STR, PG_CONNECTOR, "Must name Debezium's PostgreSQL connector.",
-              check=p.one_of(PG_CONNECTOR, reason="signaller implements Debezium's PostgreSQL connector only")),
+              check=p.one_of(PG_CONNECTOR, reason="signaller implements Debezium's PostgreSQL connector")),
     *accepted("Kafka Connect's connector name; signaller runs one connector per process", "name"),
     *accepted("Debezium's PostgreSQL connector always runs a single task", "tasks.max"),
-    supported("key.converter", Kind.STR, JSON_CONVERTER, "Record key format.", check=_json_converter_only),
-    supported("value.converter", Kind.STR, JSON_CONVERTER, "Record value format.", check=_json_converter_only),
+    supported("key.converter", Kind.STR, JSON_CONVERTER, "Key format.", check=_json_converter_only),
+    supported("value.converter", Kind.STR, JSON_CONVERTER, "Value format.", check=_json_converter_only),
     supported("key.converter.schemas.enable", Kind.BOOL, "true", "Wrap keys as {schema, payload}."),
     supported("value.converter.schemas.enable", Kind.BOOL, "true", "Wrap values as {schema, payload}."),
     *refused(f"Single Message Transforms: {_CHANGES_OUTPUT}", "transforms", "predicates"),
@@ -212,11 +217,12 @@ PROPERTIES: tuple[Prop, ...] = (
     supported("database.sslpassword", Kind.SECRET, None, "Password of database.sslkey (libpq sslpassword)."),
     supported("database.sslrootcert", Kind.STR, None, "CA certificates file (libpq sslrootcert)."),
     supported("database.tcpKeepAlive", Kind.BOOL, "true", "TCP keep-alive probes (libpq keepalives)."),
-    *accepted("a Java SSL socket factory; use database.sslmode and database.sslrootcert", "database.sslfactory"),
+    *accepted("a Java SSL socket factory; use database.sslmode, database.sslrootcert", "database.sslfactory"),
     *accepted(_NOT_YET, "database.initial.statements", "database.query.timeout.ms", "heartbeat.action.query",
-              "signal.emit.failure.max.retries", "signal.emit.failure.backoff.ms", "replica.identity.autoset.values",
-              "slot.failover", "slot.stream.params", "offset.mismatch.strategy", "lsn.flush.mode",
-              "flush.lsn.source", "lsn.flush.timeout.ms", "lsn.flush.timeout.action", "xmin.fetch.interval.ms",
+              "signal.emit.failure.max.retries", "signal.emit.failure.backoff.ms",
+              "replica.identity.autoset.values", "slot.failover", "slot.stream.params",
+              "offset.mismatch.strategy", "lsn.flush.mode", "flush.lsn.source", "lsn.flush.timeout.ms",
+              "lsn.flush.timeout.action", "xmin.fetch.interval.ms",
               "schema.refresh.mode", "message.prefix.include.list", "message.prefix.exclude.list",
               "retriable.restart.connector.wait.ms", "max.queue.size.in.bytes", "query.fetch.size",
               "event.processing.failure.handling.mode", "event.converting.failure.handling.mode",
@@ -226,9 +232,9 @@ PROPERTIES: tuple[Prop, ...] = (
     # --- Which tables and columns ---------------------------------------------------------------------
     supported("schema.include.list", Kind.REGEX_LIST, "", "Schemas to capture (regexes, full match)."),
     supported("schema.exclude.list", Kind.REGEX_LIST, "", "Schemas not to capture (regexes, full match)."),
-    supported("table.include.list", Kind.REGEX_LIST, "", "Tables to capture: regexes full-matching schema.table."),
+    supported("table.include.list", Kind.REGEX_LIST, "", "Tables to capture: regexes on schema.table."),
     supported("table.exclude.list", Kind.REGEX_LIST, "", "Tables not to capture: regexes on schema.table."),
-    supported("column.include.list", Kind.REGEX_LIST, "", "Columns to publish: regexes on schema.table.column."),
+    supported("column.include.list", Kind.REGEX_LIST, "", "Columns to keep: regexes on schema.table.column."),
     supported("column.exclude.list", Kind.REGEX_LIST, "", "Columns to drop: regexes on schema.table.column."),
     supported("table.ignore.builtin", Kind.BOOL, "true", "Skip pg_catalog, information_schema, pg_temp*."),
     supported("message.key.columns", Kind.STR, "", "Custom keys: '<table regex>:<cols>;...'.",
@@ -247,7 +253,7 @@ PROPERTIES: tuple[Prop, ...] = (
     enum("publication.autocreate.mode", AutoCreateMode, "all_tables", "How the publication is created."),
     supported("publish.via.partition.root", Kind.BOOL, "false", "Publish partitions via the root.",
               check=p.not_true("publishing through the partition root is not implemented yet")),
-    supported("status.update.interval.ms", Kind.INT, "10000", "Standby status interval.", check=p.at_least(1)),
+    supported("status.update.interval.ms", Kind.INT, "10000", "Standby status period.", check=p.at_least(1)),
     supported("read.only", Kind.BOOL, "false", "Read-only incremental snapshots (pg_current_snapshot())."),
     # --- Snapshots -------------------------------------------------------------------------------------
     enum("snapshot.mode", SnapshotMode, "initial", "Startup snapshot. 'never' is read as 'no_data'.",
@@ -267,10 +273,12 @@ PROPERTIES: tuple[Prop, ...] = (
     *accepted(_SNAPSHOT_TUNING, "snapshot.isolation.mode", "snapshot.locking.mode",
               "snapshot.locking.mode.custom.name", "snapshot.query.mode", "snapshot.query.mode.custom.name",
               "snapshot.mode.custom.name", "snapshot.mode.configuration.based.snapshot.data",
-              "snapshot.mode.configuration.based.snapshot.schema", "snapshot.mode.configuration.based.start.stream",
+              "snapshot.mode.configuration.based.snapshot.schema",
+              "snapshot.mode.configuration.based.start.stream",
               "snapshot.mode.configuration.based.snapshot.on.schema.error",
               "snapshot.mode.configuration.based.snapshot.on.data.error", "snapshot.fetch.size",
-              "snapshot.delay.ms", "streaming.delay.ms", "snapshot.max.threads", "snapshot.max.threads.multiplier",
+              "snapshot.delay.ms", "streaming.delay.ms", "snapshot.max.threads",
+              "snapshot.max.threads.multiplier",
               "snapshot.include.collection.list", "snapshot.select.statement.overrides",
               "snapshot.lock.timeout.ms", "snapshot.tables.order.by.row.count"),
     *accepted("applies to MySQL, MariaDB and SQL Server only", "incremental.snapshot.allow.schema.changes"),
@@ -290,7 +298,7 @@ PROPERTIES: tuple[Prop, ...] = (
     supported("signal.file", Kind.STR, "file-signals.txt", "File of JSON signals, truncated after reading."),
     channels("notification.enabled.channels", NotificationChannel, "", "Notification channels.",
              unsupported={"jmx": _JMX}),
-    supported("notification.sink.topic.name", Kind.STR, None, "Topic for the sink channel.", check=p.TOPIC_NAME),
+    supported("notification.sink.topic.name", Kind.STR, None, "Sink channel topic.", check=p.TOPIC_NAME),
     # --- Change events -----------------------------------------------------------------------------------
     supported("tombstones.on.delete", Kind.BOOL, "true", "Follow each delete with a tombstone."),
     enum("decimal.handling.mode", DecimalHandlingMode, "precise", "NUMERIC/DECIMAL representation."),
@@ -299,7 +307,7 @@ PROPERTIES: tuple[Prop, ...] = (
     enum("binary.handling.mode", BinaryHandlingMode, "bytes", "BYTEA representation."),
     enum("interval.handling.mode", IntervalHandlingMode, "numeric", "INTERVAL representation."),
     enum("hstore.handling.mode", HStoreHandlingMode, "json", "HSTORE representation."),
-    supported("money.fraction.digits", Kind.INT, "2", "Scale of MONEY as precise decimal.", check=p.at_least(0)),
+    supported("money.fraction.digits", Kind.INT, "2", "Scale of precise MONEY.", check=p.at_least(0)),
     enum("schema.name.adjustment.mode", NameAdjustmentMode, "none", "Schema name adjustment.",
          unsupported=_ADJUST_AVRO),
     enum("field.name.adjustment.mode", NameAdjustmentMode, "none", "Field name adjustment.",
@@ -313,7 +321,8 @@ PROPERTIES: tuple[Prop, ...] = (
     supported("skip.messages.without.change", Kind.BOOL, "false", "Drop updates of excluded columns only.",
               check=p.not_true(_NOT_YET)),
     *accepted(_JAVA_ONLY, "transaction.metadata.factory", "sourceinfo.struct.maker", "custom.metric.tags",
-              "statistics.metrics.enabled", "connection.validation.timeout.ms", "executor.shutdown.timeout.ms"),
+              "statistics.metrics.enabled", "connection.validation.timeout.ms",
+              "executor.shutdown.timeout.ms"),
     # --- Topics, heartbeats, batching ---------------------------------------------------------------------
     supported("topic.prefix", Kind.STR, None, "Logical server name, prefix of every topic.", required=True,
               check=p.TOPIC_NAME),
@@ -334,12 +343,12 @@ PROPERTIES: tuple[Prop, ...] = (
     supported("kafka.bootstrap.servers", Kind.STR, "localhost:9092", "Brokers (Connect worker default).",
               check=p.NOT_BLANK, aliases=("bootstrap.servers",)),
     supported("security.protocol", Kind.STR, None, "Kafka client security.protocol for every client."),
-    supported("topic.creation.default.partitions", Kind.INT, "1", "Partitions of created topics (-1: broker).",
+    supported("topic.creation.default.partitions", Kind.INT, "1", "Partitions of new topics (-1: broker's).",
               check=p.positive_or_broker_default),
-    supported("topic.creation.default.replication.factor", Kind.INT, "1", "Replicas of created topics "
-              "(-1: broker).", check=p.positive_or_broker_default),
+    supported("topic.creation.default.replication.factor", Kind.INT, "1", "Replicas of new topics "
+              "(-1: broker's).", check=p.positive_or_broker_default),
     enum("offset.storage", OffsetStorage, "kafka", "Where offsets are committed (signaller's own)."),
-    supported("offset.storage.file.filename", Kind.STR, None, "Offsets file; required when offset.storage=file."),
+    supported("offset.storage.file.filename", Kind.STR, None, "Offsets file (for offset.storage=file)."),
     supported("offset.storage.topic", Kind.STR, None, "Offsets topic; default '<topic.prefix>-offsets'.",
               check=p.TOPIC_NAME, aliases=("offsets.storage.topic",)),
     supported("offset.flush.interval.ms", Kind.INT, "60000", "Offset commit period.", check=p.at_least(1)),
@@ -351,8 +360,8 @@ PROPERTIES: tuple[Prop, ...] = (
 )
 
 FAMILIES: tuple[Family, ...] = (
-    Family("producer.", Status.SUPPORTED, "Kafka producer settings, prefix stripped (Connect worker style)."),
-    Family("producer.override.", Status.SUPPORTED, "Kafka producer settings, prefix stripped (per connector)."),
+    Family("producer.", Status.SUPPORTED, "Kafka producer settings, prefix stripped (worker style)."),
+    Family("producer.override.", Status.SUPPORTED, "Kafka producer settings, prefix stripped (connector)."),
     Family("signal.consumer.", Status.SUPPORTED, "Kafka signal consumer settings, prefix stripped."),
     Family("sasl.", Status.SUPPORTED, "Kafka client SASL settings for every client."),
     Family("ssl.", Status.SUPPORTED, "Kafka client TLS settings for every client."),

@@ -160,7 +160,10 @@ class SignallerConfig:
         ``SchemaTopicNamingStrategy``, characters other than letters, digits, ``.``, ``_`` and ``-``
         become ``_`` and the name is cut to 249 characters.
         """
-        schema_name, table_name = (schema, table) if isinstance(schema, str) else (schema.schema, schema.table)
+        if isinstance(schema, str):
+            schema_name, table_name = schema, table
+        else:
+            schema_name, table_name = schema.schema, schema.table
         if table_name is None:
             msg = "topic_for needs a table name (or a TableId)"
             raise TypeError(msg)
@@ -188,7 +191,8 @@ class SignallerConfig:
         ``table.ignore.builtin=false``), then the schema lists and the table lists apply; every
         expression must match the whole name, case-insensitively.
         """
-        if self.signal_data_collection is not None and _same_table(self.signal_data_collection, schema, table):
+        signal_table = self.signal_data_collection
+        if signal_table is not None and _same_table(signal_table, schema, table):
             return True
         if self.table_ignore_builtin and _is_builtin(schema, table):
             return False
@@ -234,8 +238,8 @@ class SignallerConfig:
         config = {"bootstrap.servers": self.kafka_bootstrap_servers}
         if self.security_protocol:
             config["security.protocol"] = self.security_protocol
-        config.update(self._family("sasl."))
-        config.update(self._family("ssl."))
+        config.update(self._family("sasl.", strip=False))
+        config.update(self._family("ssl.", strip=False))
         return config
 
     def producer_config(self) -> ClientConfig:
@@ -244,7 +248,9 @@ class SignallerConfig:
         Then the shared client settings, then ``producer.*`` and ``producer.override.*`` (prefix
         stripped) override, as Kafka Connect applies worker and per-connector producer settings.
         """
-        config: ClientConfig = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4"}
+        config: ClientConfig = {
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4",
+        }
         config.update(self.kafka_client_config())
         config.update(self._family("producer."))
         config.update(self._family("producer.override."))
@@ -255,15 +261,16 @@ class SignallerConfig:
 
         ``signal.consumer.*`` (prefix stripped) overrides them.
         """
-        config: ClientConfig = {**self.kafka_client_config(), "bootstrap.servers": self.signal_kafka_bootstrap_servers}
+        config: ClientConfig = {**self.kafka_client_config()}
+        config["bootstrap.servers"] = self.signal_kafka_bootstrap_servers
         config.update({"group.id": self.signal_kafka_group_id, "enable.auto.commit": True,
                        "auto.offset.reset": "earliest", "session.timeout.ms": 10000, "fetch.min.bytes": 1})
         config.update(self._family("signal.consumer."))
         return config
 
-    def _family(self, prefix: str) -> dict[str, str]:
+    def _family(self, prefix: str, strip: bool = True) -> dict[str, str]:
         """Properties set under exactly the family ``prefix`` (not a longer one), prefix stripped."""
-        return {name.removeprefix(prefix): value for name, value in self.raw.items()
+        return {name.removeprefix(prefix) if strip else name: value for name, value in self.raw.items()
                 if (family := family_of(name)) is not None and family.prefix == prefix}
 
     # --- raw access and display -----------------------------------------------------------------------
@@ -318,7 +325,8 @@ def _admits(name: str, include: Patterns, exclude: Patterns) -> bool:
 
 def _is_builtin(schema: str, table: str) -> bool:
     """PostgreSQL's system tables as Debezium's ``SystemTablesPredicate`` sees them."""
-    return schema.lower() in _SYSTEM_SCHEMAS or table.lower() in _SYSTEM_TABLES or schema.startswith("pg_temp")
+    system_schema = schema.lower() in _SYSTEM_SCHEMAS or schema.startswith("pg_temp")
+    return system_schema or table.lower() in _SYSTEM_TABLES
 
 
 def _same_table(table_id: TableId, schema: str, table: str) -> bool:
@@ -353,4 +361,6 @@ def _text(value: object, masked: bool = False) -> str | None:
 _FIELD_NAMES = frozenset(item.name for item in fields(SignallerConfig))
 
 
-_PROP_BY_ATTR: Mapping[str, Prop] = {prop.attr: prop for prop in PROPERTIES if prop.status is Status.SUPPORTED}
+_PROP_BY_ATTR: Mapping[str, Prop] = {
+    prop.attr: prop for prop in PROPERTIES if prop.status is Status.SUPPORTED
+}

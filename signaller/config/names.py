@@ -40,7 +40,10 @@ def declared(name: str) -> Prop | None:
 
 
 def canonical(name: str) -> str:
-    """``name`` with aliases replaced by the declared name (``bootstrap.servers`` -> ``kafka.bootstrap.servers``)."""
+    """The declared name behind an alias, or ``name`` itself.
+
+    ``bootstrap.servers`` -> ``kafka.bootstrap.servers``.
+    """
     prop = PROPERTY_BY_NAME.get(name)
     return prop.name if prop is not None else name
 

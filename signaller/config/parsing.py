@@ -83,7 +83,8 @@ def compile_regex(expression: str) -> re.Pattern[str]:
     try:
         return re.compile(expression, re.IGNORECASE)
     except re.error as exc:
-        raise Rejected(f"comma-separated regular expressions; {expression!r} does not compile: {exc}") from None
+        accepted = f"comma-separated regular expressions; {expression!r} does not compile: {exc}"
+        raise Rejected(accepted) from None
 
 
 def parse_regex_list(text: str) -> tuple[re.Pattern[str], ...]:
@@ -168,7 +169,7 @@ def _split_quoted(name: str) -> list[str]:
     return parts
 
 
-_KEY_RULE = re.compile(r"^([^\s:]+):([^:;\s]+(?:\s*,\s*[^:;,\s]+)*)$")
+_KEY_RULE = re.compile(r"^([^\s:]+):([^:;,\s]+(?:\s*,\s*[^:;,\s]+)*)$")
 
 
 def parse_key_columns(text: str) -> tuple[KeyColumns, ...]:
@@ -243,5 +244,5 @@ def not_true(reason: str) -> Check:
     return check
 
 
-TOPIC_NAME = matches(r"[a-zA-Z0-9_.\-]+", "only letters, digits, '.', '_' and '-' (a valid Kafka topic name part)")
+TOPIC_NAME = matches(r"[a-zA-Z0-9_.\-]+", "letters, digits, '.', '_' and '-' only (a legal Kafka topic name)")
 NOT_BLANK = matches(r".*\S.*", "a non-empty value")

@@ -74,8 +74,8 @@ def resolve_references(name: str, raw: RawValue, env: Mapping[str, str]) -> RawV
     def substitute(match: re.Match[str]) -> str:
         provider, path, key = match.group(1), match.group(2), match.group(3)
         if provider != "env" or path:
-            accepted = (f"a literal value or ${{env:NAME}}; the config provider {provider!r} is not supported: "
-                        f"resolve the value before starting signaller or set it with an environment variable")
+            accepted = (f"a literal value or ${{env:NAME}}; the config provider {provider!r} is not "
+                        "supported: resolve it before starting signaller, or set it through SIGNALLER_*")
             raise problem(name, raw.text, accepted, raw.origin)
         if key not in env:
             raise problem(name, raw.text, f"the environment variable {key} to be set", raw.origin)
@@ -231,7 +231,8 @@ def _decode_json(text: str, origin: str, duplicates: list[tuple[str, object]]) -
         return json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         where = f"{origin}:{exc.lineno}:{exc.colno}"
-        raise ConfigErrors([ConfigError("(file)", exc.msg, "a JSON object of connector properties", where)]) from None
+        error = ConfigError("(file)", exc.msg, "a JSON object of connector properties", where)
+        raise ConfigErrors([error]) from None
 
 
 def _connector_properties(document: object, origin: str) -> Mapping[str, object]:
@@ -304,6 +305,7 @@ def read_file(path: str, env: Mapping[str, str]) -> Layer:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = data.decode("latin-1")  # what java.util.Properties.load(InputStream) assumes
-    if path.lower().endswith(".json") or (not path.lower().endswith(".properties") and text.lstrip()[:1] == "{"):
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json" or (suffix != ".properties" and text.lstrip()[:1] == "{"):
         return read_connector_json(text, f"connector-json:{path}", env)
     return read_properties(text, path, env)

@@ -13,13 +13,16 @@ from enum import StrEnum
 MASK = "********"
 """What every secret is shown as, in ``repr``/``str``, error messages and ``to_display_dict``."""
 
-_SECRET_NAME = re.compile(r"password|secret|token|sasl\.jaas\.config|basic\.auth\.user\.info", re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"pass|pwd|secret|token|credential|sasl\.jaas\.config|basic\.auth\.user\.info", re.IGNORECASE
+)
 
 
 def is_secret_name(name: str) -> bool:
     """True if a property (or environment variable) called ``name`` holds a secret and must be masked.
 
-    Matches Debezium's own masking rule (``Configuration.PASSWORD_PATTERN``) widened to ``token``.
+    Debezium's masking rule (``Configuration.PASSWORD_PATTERN``) widened to tokens, credentials and
+    misspelt passwords (``passwd``, ``pwd``): masking too much is harmless, too little is not.
     """
     return _SECRET_NAME.search(name) is not None
 
@@ -157,7 +160,7 @@ class OffsetStorage(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class KeyColumns:
-    """One ``message.key.columns`` rule: tables whose ``schema.table`` full-matches ``table`` use ``columns``."""
+    """A ``message.key.columns`` rule: tables whose ``schema.table`` matches ``table`` key on ``columns``."""
 
     table: re.Pattern[str]
     columns: tuple[str, ...]
