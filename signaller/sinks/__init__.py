@@ -1,0 +1,1 @@
+"""Change sinks: where change events go (Kafka) and how they are encoded."""

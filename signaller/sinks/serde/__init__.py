@@ -1,0 +1,1 @@
+"""Record encodings: Kafka Connect JsonConverter-compatible JSON (Avro later)."""

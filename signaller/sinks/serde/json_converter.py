@@ -1,0 +1,514 @@
+"""Kafka Connect ``JsonConverter`` rendering of Debezium PostgreSQL connector records.
+
+Everything here produces the bytes Kafka Connect would write for the Debezium PostgreSQL
+connector with ``key.converter``/``value.converter`` = ``org.apache.kafka.connect.json.JsonConverter``:
+
+* ``schemas.enable=true`` (the default): ``{"schema": <schema node>, "payload": <payload>}``;
+  schema nodes list ``type``, ``fields``/``items``, ``optional``, ``name``, ``version``, ``doc``,
+  ``parameters``, ``default`` in that order and struct fields append ``"field"``; the schema
+  part is serialized once per table and spliced in front of each payload.
+* ``schemas.enable=false``: the payload alone.
+
+Payload values come pre-converted (see :mod:`signaller.sources.postgres.types`); this module
+places them in schema field order, renders Java-formatted floats (:class:`JavaDouble`,
+:class:`JavaFloat`) as Jackson does and writes control-character escapes with Jackson's
+upper-case hex (``\\u001F``). A null field whose schema has a default is written as the default
+(JsonConverter's rule), which is why streamed events show ``"snapshot":"false"``.
+
+Records (reference: debezium-protocol.md section 7; Debezium ``Envelope``, ``SchemaFactory``,
+``PostgresSourceInfoStructMaker``, ``HeartbeatImpl``, ``TransactionStructMaker``):
+
+* data changes: :class:`EnvelopeSerializer` (key ``<prefix>.<schema>.<table>.Key``, value
+  ``...Envelope`` version 2 with ``before``/``after`` ``...Value``, ``source``, ``transaction``,
+  ``op``, ``ts_ms``/``ts_us``/``ts_ns``);
+* tombstones: the delete's key with a null value (:meth:`EnvelopeSerializer.tombstone_value`);
+* heartbeats: :func:`heartbeat_key`/:func:`heartbeat_value`;
+* transaction boundaries: :func:`transaction_key`, :func:`transaction_begin_value`,
+  :func:`transaction_end_value`, ids from :func:`postgres_transaction_id`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Protocol
+
+import orjson
+
+from signaller.errors import TerminalSinkError
+from signaller.model.events import ChangeEvent, Op
+from signaller.model.tables import TableSchema
+from signaller.sources.postgres.types import ColumnCodec, JavaDouble, JavaFloat, TypeModes, codec_for
+
+__all__ = [
+    "CONNECTOR",
+    "DEBEZIUM_VERSION",
+    "HEARTBEAT_KEY_SCHEMA",
+    "HEARTBEAT_VALUE_SCHEMA",
+    "SNAPSHOT_ALLOWED_VALUES",
+    "SOURCE_SCHEMA",
+    "TRANSACTION_BLOCK_SCHEMA",
+    "TRANSACTION_KEY_SCHEMA",
+    "TRANSACTION_VALUE_SCHEMA",
+    "ChangeEventSerializer",
+    "EnvelopeSerializer",
+    "dumps",
+    "heartbeat_key",
+    "heartbeat_value",
+    "postgres_transaction_id",
+    "transaction_begin_value",
+    "transaction_block",
+    "transaction_end_value",
+    "transaction_key",
+]
+
+DEBEZIUM_VERSION: Final = "3.7.0.Final"
+"""``source.version`` written by default; pass ``connector_version`` to override."""
+
+CONNECTOR: Final = "postgresql"
+SNAPSHOT_ALLOWED_VALUES: Final = (
+    "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+)
+
+
+class ChangeEventSerializer(Protocol):
+    """Turns change events of one table into Kafka record key and value bytes.
+
+    Implementations are built once per table schema and are immutable afterwards, so one
+    instance may be shared by threads. ``serialize_key`` returns None for a table without key
+    columns (or a None row): Debezium sends a null key. ``serialize_value`` never returns None;
+    tombstones are the caller's business (same key, null value).
+    """
+
+    def serialize_key(self, row_values: Mapping[str, Any] | None) -> bytes | None:
+        """Key record bytes for a row of converted values; None for a keyless table."""
+        ...
+
+    def serialize_value(
+        self, event: ChangeEvent, *, ts_us_now: int, transaction: Mapping[str, Any] | None = None
+    ) -> bytes:
+        """Value record bytes of ``event``; ``ts_us_now`` is the emission time in µs."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# JSON writing
+# --------------------------------------------------------------------------------------------
+
+_LOWER_HEX_ESCAPE: Final = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([01][0-9a-f])")
+
+
+def _default(value: object) -> Any:
+    if isinstance(value, (JavaDouble, JavaFloat)):
+        return orjson.Fragment(value.json_text())
+    raise TypeError(f"cannot render {type(value).__name__} as JSON: {value!r}")
+
+
+def _upper_escape(match: re.Match[bytes]) -> bytes:
+    return match.group(1) + b"\\u00" + match.group(2).upper()
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON as Jackson writes it for Kafka Connect (Java float text, upper-case escapes)."""
+    out = orjson.dumps(value, default=_default)
+    if b"\\u00" in out:
+        out = _LOWER_HEX_ESCAPE.sub(_upper_escape, out)
+    return out
+
+
+def _schema_prefix(schema: Mapping[str, Any]) -> bytes:
+    return b'{"schema":' + orjson.dumps(schema) + b',"payload":'
+
+
+def _record(prefix: bytes | None, payload: Any) -> bytes:
+    """``{"schema":...,"payload":...}`` when ``prefix`` is given, else the payload alone."""
+    if prefix is None:
+        return dumps(payload)
+    return prefix + dumps(payload) + b"}"
+
+
+# --------------------------------------------------------------------------------------------
+# Schema nodes
+# --------------------------------------------------------------------------------------------
+
+
+def _field(name: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """A struct member: the field's schema node plus ``"field"`` (JsonConverter appends it)."""
+    member = dict(node)
+    member["field"] = name
+    return member
+
+
+def _primitive(type_: str, *, optional: bool) -> dict[str, Any]:
+    return {"type": type_, "optional": optional}
+
+
+def _struct(
+    name: str, fields: list[dict[str, Any]], *, optional: bool, version: int | None = None
+) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "struct", "fields": fields, "optional": optional, "name": name}
+    if version is not None:
+        node["version"] = version
+    return node
+
+
+_SNAPSHOT_NODE: Final = {
+    "type": "string",
+    "optional": True,
+    "name": "io.debezium.data.Enum",
+    "version": 1,
+    "parameters": {"allowed": SNAPSHOT_ALLOWED_VALUES},
+    "default": "false",
+}
+
+SOURCE_SCHEMA: Final = _struct(
+    "io.debezium.connector.postgresql.Source",
+    [
+        _field("version", _primitive("string", optional=False)),
+        _field("connector", _primitive("string", optional=False)),
+        _field("name", _primitive("string", optional=False)),
+        _field("ts_ms", _primitive("int64", optional=False)),
+        _field("snapshot", _SNAPSHOT_NODE),
+        _field("db", _primitive("string", optional=False)),
+        _field("sequence", _primitive("string", optional=True)),
+        _field("ts_us", _primitive("int64", optional=True)),
+        _field("ts_ns", _primitive("int64", optional=True)),
+        _field("schema", _primitive("string", optional=False)),
+        _field("table", _primitive("string", optional=False)),
+        _field("txId", _primitive("int64", optional=True)),
+        _field("lsn", _primitive("int64", optional=True)),
+        _field("xmin", _primitive("int64", optional=True)),
+        _field("origin", _primitive("string", optional=True)),
+        _field("origin_lsn", _primitive("int64", optional=True)),
+    ],
+    optional=False,
+    version=1,
+)
+"""``io.debezium.connector.postgresql.Source`` version 1 (Debezium 3.5+ field list)."""
+
+TRANSACTION_BLOCK_SCHEMA: Final = _struct(
+    "event.block",
+    [
+        _field("id", _primitive("string", optional=False)),
+        _field("total_order", _primitive("int64", optional=False)),
+        _field("data_collection_order", _primitive("int64", optional=False)),
+    ],
+    optional=True,
+    version=1,
+)
+
+HEARTBEAT_KEY_SCHEMA: Final = _struct(
+    "io.debezium.connector.common.ServerNameKey",
+    [_field("serverName", _primitive("string", optional=False))],
+    optional=False,
+    version=1,
+)
+HEARTBEAT_VALUE_SCHEMA: Final = _struct(
+    "io.debezium.connector.common.Heartbeat",
+    [_field("ts_ms", _primitive("int64", optional=False))],
+    optional=False,
+    version=1,
+)
+TRANSACTION_KEY_SCHEMA: Final = _struct(
+    "io.debezium.connector.common.TransactionMetadataKey",
+    [_field("id", _primitive("string", optional=False))],
+    optional=False,
+    version=1,
+)
+_EVENT_COLLECTION_SCHEMA: Final = _struct(
+    "event.collection",
+    [
+        _field("data_collection", _primitive("string", optional=False)),
+        _field("event_count", _primitive("int64", optional=False)),
+    ],
+    optional=True,
+    version=1,
+)
+TRANSACTION_VALUE_SCHEMA: Final = _struct(
+    "io.debezium.connector.common.TransactionMetadataValue",
+    [
+        _field("status", _primitive("string", optional=False)),
+        _field("id", _primitive("string", optional=False)),
+        _field("event_count", _primitive("int64", optional=True)),
+        _field("data_collections", {"type": "array", "items": _EVENT_COLLECTION_SCHEMA, "optional": True}),
+        _field("ts_ms", _primitive("int64", optional=False)),
+    ],
+    optional=False,
+    version=1,
+)
+
+
+def _envelope_schema(name: str, value_schema: dict[str, Any]) -> dict[str, Any]:
+    """Envelope version 2: before, after, source, transaction, op, ts_ms, ts_us, ts_ns."""
+    fields = [
+        _field("before", value_schema),
+        _field("after", value_schema),
+        _field("source", SOURCE_SCHEMA),
+        _field("transaction", TRANSACTION_BLOCK_SCHEMA),
+        _field("op", _primitive("string", optional=False)),
+        _field("ts_ms", _primitive("int64", optional=True)),
+        _field("ts_us", _primitive("int64", optional=True)),
+        _field("ts_ns", _primitive("int64", optional=True)),
+    ]
+    return _struct(name, fields, optional=False, version=2)
+
+
+# --------------------------------------------------------------------------------------------
+# Data change records
+# --------------------------------------------------------------------------------------------
+
+
+def _sequence(last_commit_lsn: int | None, lsn: int | None) -> str:
+    """``source.sequence``: Jackson's rendering of ``[lastCommitLsn, lsn]`` as decimal strings."""
+    first = "null" if last_commit_lsn is None else f'"{last_commit_lsn}"'
+    second = "null" if lsn is None else f'"{lsn}"'
+    return f"[{first},{second}]"
+
+
+class EnvelopeSerializer:
+    """JsonConverter serializer for one table's change events (a :class:`ChangeEventSerializer`).
+
+    Built once per (table schema, topic prefix, database, options); every schema and its JSON
+    bytes are computed here. ``codecs`` maps each column name of ``table`` to its
+    :class:`~signaller.sources.postgres.types.ColumnCodec`; columns whose codec is not
+    ``emitted`` are left out of schemas and payloads, as Debezium does. ``schemas_enable`` is
+    the value converter's ``schemas.enable``; ``key_schemas_enable`` the key converter's
+    (defaults to ``schemas_enable``).
+
+    Source block rules: ``ts_*`` are the commit time, or the emission time ``ts_us_now`` for
+    snapshot reads (``op`` ``r``); ``snapshot`` is the event's value or, when absent, the schema
+    default ``"false"``; ``sequence`` is ``[last_commit_lsn, lsn]``; for ``snapshot ==
+    "incremental"`` ``txId`` and ``lsn`` are null (the sequence still shows the stream
+    position); ``xmin``, ``origin`` and ``origin_lsn`` are null. ``op`` ``d`` carries the old
+    row in ``before``; ``op`` ``t`` has null ``before`` and ``after``; ``op`` ``m`` is not a
+    table event and is rejected.
+    """
+
+    __slots__ = (
+        "_database",
+        "_key_names",
+        "_key_prefix",
+        "_topic_prefix",
+        "_value_names",
+        "_value_prefix",
+        "_version",
+        "envelope_schema",
+        "key_schema",
+        "table",
+        "topic",
+        "value_schema",
+    )
+
+    def __init__(
+        self,
+        table: TableSchema,
+        codecs: Mapping[str, ColumnCodec],
+        *,
+        topic_prefix: str,
+        database: str,
+        schemas_enable: bool = True,
+        key_schemas_enable: bool | None = None,
+        connector_version: str = DEBEZIUM_VERSION,
+    ) -> None:
+        missing = [column.name for column in table.columns if column.name not in codecs]
+        if missing:
+            msg = f"no codec for column(s) {missing} of {table.table_id}"
+            raise TerminalSinkError(msg)
+        self.table = table
+        self._topic_prefix = topic_prefix
+        self._database = database
+        self._version = connector_version
+        base = f"{topic_prefix}.{table.table_id.schema}.{table.table_id.table}"
+        self.topic = base
+        emitted = [column for column in table.columns if codecs[column.name].emitted]
+        self._value_names = tuple(column.name for column in emitted)
+        self._key_names = tuple(column.name for column in emitted if column.is_key)
+        self.value_schema = _struct(
+            f"{base}.Value", [_field(c.name, codecs[c.name].schema) for c in emitted], optional=True
+        )
+        self.key_schema = self._build_key_schema(base, codecs)
+        self.envelope_schema = _envelope_schema(f"{base}.Envelope", self.value_schema)
+        key_schemas = schemas_enable if key_schemas_enable is None else key_schemas_enable
+        self._value_prefix = _schema_prefix(self.envelope_schema) if schemas_enable else None
+        self._key_prefix = (
+            _schema_prefix(self.key_schema) if key_schemas and self.key_schema is not None else None
+        )
+
+    def _build_key_schema(self, base: str, codecs: Mapping[str, ColumnCodec]) -> dict[str, Any] | None:
+        if not self._key_names:
+            return None
+        fields = [_field(name, codecs[name].schema) for name in self._key_names]
+        return _struct(f"{base}.Key", fields, optional=False)
+
+    @classmethod
+    def for_table(
+        cls,
+        table: TableSchema,
+        modes: TypeModes,
+        *,
+        topic_prefix: str,
+        database: str,
+        schemas_enable: bool = True,
+        key_schemas_enable: bool | None = None,
+        connector_version: str = DEBEZIUM_VERSION,
+    ) -> EnvelopeSerializer:
+        """Build the codecs with :func:`~signaller.sources.postgres.types.codec_for`, then the serializer."""
+        codecs = {column.name: codec_for(column, modes) for column in table.columns}
+        return cls(
+            table,
+            codecs,
+            topic_prefix=topic_prefix,
+            database=database,
+            schemas_enable=schemas_enable,
+            key_schemas_enable=key_schemas_enable,
+            connector_version=connector_version,
+        )
+
+    def serialize_key(self, row_values: Mapping[str, Any] | None) -> bytes | None:
+        """Key record: the key columns of ``row_values`` (converted values); None if keyless."""
+        if not self._key_names or row_values is None:
+            return None
+        payload = {name: row_values.get(name) for name in self._key_names}
+        return _record(self._key_prefix, payload)
+
+    def serialize_value(
+        self, event: ChangeEvent, *, ts_us_now: int, transaction: Mapping[str, Any] | None = None
+    ) -> bytes:
+        """Value record of ``event`` (see the class docstring for the field rules).
+
+        ``transaction`` is the ``transaction`` block (``id``, ``total_order``,
+        ``data_collection_order``, e.g. from :func:`transaction_block`) when transaction
+        metadata is enabled, else None.
+        """
+        if event.op is Op.MESSAGE:
+            msg = "logical decoding messages (op 'm') are not table change events"
+            raise TerminalSinkError(msg)
+        if event.table != self.table.table_id:
+            msg = f"event of {event.table} given to the serializer of {self.table.table_id}"
+            raise TerminalSinkError(msg)
+        truncate = event.op is Op.TRUNCATE
+        payload = {
+            "before": None if truncate else self._row(event.before),
+            "after": None if truncate else self._row(event.after),
+            "source": self._source(event, ts_us_now),
+            "transaction": None if transaction is None else _transaction_payload(transaction),
+            "op": event.op.value,
+            "ts_ms": ts_us_now // 1000,
+            "ts_us": ts_us_now,
+            "ts_ns": ts_us_now * 1000,
+        }
+        return _record(self._value_prefix, payload)
+
+    def tombstone_value(self) -> None:
+        """The value of the tombstone that follows a delete: Debezium (``tombstones.on.delete``)
+        sends the delete's key with a null value and null value schema, which JsonConverter
+        turns into a null record value, i.e. no bytes at all."""
+        return None
+
+    def _row(self, row: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if row is None:
+            return None
+        return {name: row.get(name) for name in self._value_names}
+
+    def _source(self, event: ChangeEvent, ts_us_now: int) -> dict[str, Any]:
+        ts_us = ts_us_now if event.op is Op.READ else event.commit_ts_us
+        incremental = event.snapshot == "incremental"
+        return {
+            "version": self._version,
+            "connector": CONNECTOR,
+            "name": self._topic_prefix,
+            "ts_ms": ts_us // 1000,
+            "snapshot": event.snapshot if event.snapshot is not None else "false",
+            "db": self._database,
+            "sequence": _sequence(event.last_commit_lsn, event.lsn),
+            "ts_us": ts_us,
+            "ts_ns": ts_us * 1000,
+            "schema": event.table.schema,
+            "table": event.table.table,
+            "txId": None if incremental else event.tx_id,
+            "lsn": None if incremental else event.lsn,
+            "xmin": None,
+            "origin": None,
+            "origin_lsn": None,
+        }
+
+
+def _transaction_payload(block: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return {
+            "id": str(block["id"]),
+            "total_order": int(block["total_order"]),
+            "data_collection_order": int(block["data_collection_order"]),
+        }
+    except KeyError as exc:
+        msg = f"transaction block lacks {exc.args[0]!r} (needs id, total_order, data_collection_order)"
+        raise TerminalSinkError(msg) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Heartbeats and transaction metadata
+# --------------------------------------------------------------------------------------------
+
+_HEARTBEAT_KEY_PREFIX: Final = _schema_prefix(HEARTBEAT_KEY_SCHEMA)
+_HEARTBEAT_VALUE_PREFIX: Final = _schema_prefix(HEARTBEAT_VALUE_SCHEMA)
+_TRANSACTION_KEY_PREFIX: Final = _schema_prefix(TRANSACTION_KEY_SCHEMA)
+_TRANSACTION_VALUE_PREFIX: Final = _schema_prefix(TRANSACTION_VALUE_SCHEMA)
+
+
+def heartbeat_key(topic_prefix: str, *, schemas_enable: bool = True) -> bytes:
+    """Heartbeat record key ``{serverName: <topic.prefix>}`` (``ServerNameKey`` v1)."""
+    return _record(_HEARTBEAT_KEY_PREFIX if schemas_enable else None, {"serverName": topic_prefix})
+
+
+def heartbeat_value(ts_ms: int, *, schemas_enable: bool = True) -> bytes:
+    """Heartbeat record value ``{ts_ms: <now in ms>}`` (``Heartbeat`` v1)."""
+    return _record(_HEARTBEAT_VALUE_PREFIX if schemas_enable else None, {"ts_ms": ts_ms})
+
+
+def postgres_transaction_id(tx_id: int, lsn: int) -> str:
+    """Debezium's PostgreSQL transaction id ``<txId>:<LSN>`` (both as decimal numbers)."""
+    return f"{tx_id}:{lsn}"
+
+
+def transaction_block(transaction_id: str, total_order: int, data_collection_order: int) -> dict[str, Any]:
+    """The ``transaction`` block of a data event: position of the event in its transaction
+    overall (``total_order``) and within its table (``data_collection_order``), both from 1."""
+    return {"id": transaction_id, "total_order": total_order, "data_collection_order": data_collection_order}
+
+
+def transaction_key(transaction_id: str, *, schemas_enable: bool = True) -> bytes:
+    """Transaction-metadata record key ``{id}`` (``TransactionMetadataKey`` v1)."""
+    return _record(_TRANSACTION_KEY_PREFIX if schemas_enable else None, {"id": transaction_id})
+
+
+def transaction_begin_value(transaction_id: str, ts_ms: int, *, schemas_enable: bool = True) -> bytes:
+    """``BEGIN`` record value: ``event_count`` and ``data_collections`` are null."""
+    payload: dict[str, Any] = {
+        "status": "BEGIN",
+        "id": transaction_id,
+        "event_count": None,
+        "data_collections": None,
+        "ts_ms": ts_ms,
+    }
+    return _record(_TRANSACTION_VALUE_PREFIX if schemas_enable else None, payload)
+
+
+def transaction_end_value(
+    transaction_id: str,
+    ts_ms: int,
+    event_count: int,
+    data_collections: Iterable[tuple[str, int]],
+    *,
+    schemas_enable: bool = True,
+) -> bytes:
+    """``END`` record value; ``data_collections`` are ``(schema.table, events)`` pairs in the
+    order to write them (Debezium iterates a hash map, so consumers must not rely on order)."""
+    collections = [{"data_collection": name, "event_count": count} for name, count in data_collections]
+    payload = {
+        "status": "END",
+        "id": transaction_id,
+        "event_count": event_count,
+        "data_collections": collections,
+        "ts_ms": ts_ms,
+    }
+    return _record(_TRANSACTION_VALUE_PREFIX if schemas_enable else None, payload)

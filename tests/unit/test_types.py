@@ -1,0 +1,686 @@
+"""PostgreSQL type codecs: schema nodes and payload values against Debezium's own mapping.
+
+Sources of the expected values (debezium/debezium unless stated):
+[PVC] PostgresValueConverter.java, [JVC] JdbcValueConverters.java, [SVD] SpecialValueDecimal.java,
+[VSD] VariableScaleDecimal.java, [TPM] TemporalPrecisionMode.java, [ZTS] ZonedTimestamp.java,
+[ZT] ZonedTime.java (ISO_OFFSET_TIME), [MD] MicroDuration.java, [IV] Interval.java,
+[SF] SchemaFactory.java (datatype*Schema), [UTP] UnchangedToastedPlaceholder.java +
+UnchangedToastedReplicationMessageColumn.java, [DTF] connection/DateTimeFormat.java,
+[PGI] pgjdbc PGInterval.java, [DOC] postgresql.adoc "Data type mappings",
+[KC] Kafka Connect Decimal/Date/Time/Timestamp and JsonConverter.asJsonSchema (member order),
+[JAVA] java.math.BigDecimal/BigInteger, Double/Float.toString.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from signaller.errors import ConfigError, DecodeError
+from signaller.model import Column
+from signaller.sources.postgres.types import (
+    UNAVAILABLE_VALUE_PLACEHOLDER,
+    ColumnCodec,
+    JavaDouble,
+    JavaFloat,
+    TypeModes,
+    codec_for,
+    parse_array_literal,
+    placeholder_for,
+)
+
+pytestmark = pytest.mark.unit
+
+DEFAULT = TypeModes()
+
+
+def codec(type_name: str, typmod: int = -1, modes: TypeModes = DEFAULT, **kwargs: Any) -> ColumnCodec:
+    return codec_for(Column("c", 0, type_name, typmod, **kwargs), modes)
+
+
+def numeric_typmod(precision: int, scale: int) -> int:
+    """PostgreSQL's atttypmod for numeric(p, s)."""
+    return ((precision << 16) | scale) + 4
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def unscaled_of(encoded: str) -> int:
+    return int.from_bytes(base64.b64decode(encoded), "big", signed=True)
+
+
+# ---------------------------------------------------------------------------- integers, bool
+
+
+@pytest.mark.parametrize(
+    ("type_name", "connect_type", "text", "value"),
+    [
+        ("int2", "int16", "-32768", -32768),  # [PVC] INT2 -> int16 [DOC] SMALLINT INT16
+        ("smallint", "int16", "7", 7),
+        ("int4", "int32", "2147483647", 2147483647),  # [DOC] INTEGER INT32
+        ("integer", "int32", "-1", -1),
+        ("int8", "int64", "-9223372036854775808", -9223372036854775808),  # [DOC] BIGINT INT64
+        ("oid", "int64", "4294967295", 4294967295),  # [PVC] OID -> SchemaBuilder.int64()
+    ],
+)
+def test_integers(type_name: str, connect_type: str, text: str, value: int) -> None:
+    c = codec(type_name, optional=False)
+    assert c.schema == {"type": connect_type, "optional": False}
+    assert c.convert(text) == value
+    assert c.emitted
+
+
+def test_boolean() -> None:
+    # [DOC] BOOLEAN -> BOOLEAN; PgOutputColumnValue.asBoolean: "t".equalsIgnoreCase(value)
+    c = codec("bool")
+    assert c.schema == {"type": "boolean", "optional": True}
+    assert c.convert("t") is True
+    assert c.convert("f") is False
+
+
+def test_bad_integer_names_column_type_and_text() -> None:
+    with pytest.raises(DecodeError, match=r"column 'c' \(int4\).*'12x'"):
+        codec("int4").convert("12x")
+
+
+# ---------------------------------------------------------------------------- floating point
+
+
+def test_double_plain_range_is_a_plain_float() -> None:
+    # [DOC] DOUBLE PRECISION -> FLOAT64; Java prints 1e-3 <= |d| < 1e7 without exponent
+    c = codec("float8")
+    assert c.schema == {"type": "double", "optional": True}
+    value = c.convert("123.456")
+    assert value == 123.456
+    assert type(value) is float
+
+
+@pytest.mark.parametrize(
+    ("text", "json_text"),
+    [
+        ("1e+16", "1.0E16"),  # [JAVA] Double.toString(1e16)
+        ("12345678.9", "1.23456789E7"),  # >= 1e7 -> computerized scientific notation
+        ("0.0001", "1.0E-4"),  # < 1e-3
+        ("-2.5e-05", "-2.5E-5"),
+        ("NaN", '"NaN"'),  # Jackson QUOTE_NON_NUMERIC_NUMBERS (default on) writes NaN as a string
+        ("Infinity", '"Infinity"'),
+        ("-Infinity", '"-Infinity"'),
+    ],
+)
+def test_double_outside_plain_range_renders_like_java(text: str, json_text: str) -> None:
+    value = codec("float8").convert(text)
+    assert isinstance(value, JavaDouble)
+    assert value.json_text() == json_text
+
+
+@pytest.mark.parametrize(
+    ("text", "json_text"),
+    [
+        ("3.14", "3.14"),  # [JAVA] Float.toString(3.14f)
+        ("1e-05", "1.0E-5"),
+        ("3.4028235e+38", "3.4028235E38"),  # Float.MAX_VALUE
+        ("100", "100.0"),
+        ("-0", "-0.0"),
+        ("NaN", '"NaN"'),
+    ],
+)
+def test_real_renders_like_java_float(text: str, json_text: str) -> None:
+    c = codec("float4")
+    assert c.schema == {"type": "float", "optional": True}  # [DOC] REAL -> FLOAT32
+    value = c.convert(text)
+    assert isinstance(value, JavaFloat)
+    assert value.json_text() == json_text
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_java_double_text_round_trips(value: float) -> None:
+    text = JavaDouble(value).json_text()
+    assert float(text) == value
+    assert "E" in text or value == 0 or 1e-3 <= abs(value) < 1e7
+
+
+# ---------------------------------------------------------------------------- numeric / decimal
+
+
+def test_numeric_precise_fixed_scale() -> None:
+    # [SVD] Decimal.builder(scale).parameter("connect.decimal.precision", precision); [KC] order
+    c = codec("numeric", numeric_typmod(5, 2))
+    assert c.schema == {
+        "type": "bytes",
+        "optional": True,
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "version": 1,
+        "parameters": {"scale": "2", "connect.decimal.precision": "5"},
+    }
+    assert c.convert("123.45") == b64((12345).to_bytes(2, "big"))  # "MDk="
+    assert c.convert("0.00") == "AA=="  # BigInteger.ZERO.toByteArray() == {0}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # [JAVA] BigInteger.toByteArray(): minimal big-endian two's complement of the unscaled value
+        ("-1.00", "nA=="),  # -100 -> 0x9C
+        ("-1.28", "gA=="),  # -128 -> 0x80 (one byte)
+        ("-1.29", "/38="),  # -129 -> 0xFF7F
+        ("1.28", "AIA="),  # 128 -> 0x0080 (sign byte needed)
+        ("-0.01", "/w=="),  # -1 -> 0xFF
+        ("-327.68", "gAA="),  # -32768 -> 0x8000
+    ],
+)
+def test_numeric_negative_twos_complement(text: str, expected: str) -> None:
+    assert codec("numeric", numeric_typmod(10, 2)).convert(text) == expected
+
+
+def test_numeric_rescales_to_declared_scale() -> None:
+    # [PVC] withScaleAdjustedIfNeeded: setScale(column scale)
+    c = codec("numeric", numeric_typmod(6, 3))
+    assert unscaled_of(c.convert("1.5")) == 1500
+    with pytest.raises(DecodeError, match="rounding necessary"):
+        c.convert("1.23456")
+
+
+def test_numeric_precise_variable_scale() -> None:
+    # [VSD] struct {scale int32, value bytes}, doc "Variable scaled decimal"; [PVC] strips zeros
+    c = codec("numeric")
+    assert c.schema == {
+        "type": "struct",
+        "fields": [
+            {"type": "int32", "optional": False, "field": "scale"},
+            {"type": "bytes", "optional": False, "field": "value"},
+        ],
+        "optional": True,
+        "name": "io.debezium.data.VariableScaleDecimal",
+        "version": 1,
+        "doc": "Variable scaled decimal",
+    }
+    assert c.convert("1.500") == {"scale": 1, "value": "Dw=="}  # 15, scale 1
+    assert c.convert("100") == {"scale": 0, "value": "ZA=="}  # stripTrailingZeros, scale < 0 -> 0
+    assert c.convert("-0.001") == {"scale": 3, "value": "/w=="}
+    assert c.convert("0.000") == {"scale": 0, "value": "AA=="}
+
+
+@pytest.mark.parametrize("special", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("typmod", [-1, numeric_typmod(5, 2)])
+def test_numeric_precise_rejects_special_values(special: str, typmod: int) -> None:
+    # [SVD] fromLogical: special values only in string/double mode, else ConnectException
+    with pytest.raises(DecodeError, match="special value"):
+        codec("numeric", typmod).convert(special)
+
+
+def test_numeric_double_mode() -> None:
+    # [SVD] DOUBLE -> SchemaBuilder.float64(), value doubleValue(); NaN -> Double.NaN [DOC]
+    modes = TypeModes(decimal_handling="double")
+    c = codec("numeric", numeric_typmod(5, 2), modes)
+    assert c.schema == {"type": "double", "optional": True}
+    assert c.convert("-12.50") == -12.5
+    nan = codec("numeric", modes=modes).convert("NaN")
+    assert isinstance(nan, JavaDouble)
+    assert nan.json_text() == '"NaN"'
+
+
+def test_numeric_string_mode() -> None:
+    # [SVD] STRING -> BigDecimal.toString(); special -> SpecialValue.name() ("NAN") [DOC]
+    modes = TypeModes(decimal_handling="string")
+    c = codec("numeric", modes=modes)
+    assert c.schema == {"type": "string", "optional": True}
+    assert c.convert("1.500") == "1.500"  # no stripping outside precise mode
+    assert c.convert("0.00000010") == "1.0E-7"  # [JAVA] toString: adjusted exponent < -6
+    assert c.convert("-123.4") == "-123.4"
+    assert c.convert("NaN") == "NAN"
+    assert c.convert("Infinity") == "POSITIVE_INFINITY"
+    assert codec("numeric", numeric_typmod(5, 2), modes).convert("1.5") == "1.50"
+
+
+@given(st.decimals(allow_nan=False, allow_infinity=False, places=4, min_value=-(10**20), max_value=10**20))
+def test_decimal_encoding_round_trips(value: Decimal) -> None:
+    text = f"{value:.4f}"
+    encoded = codec("numeric", numeric_typmod(30, 4)).convert(text)
+    assert Decimal(unscaled_of(encoded)).scaleb(-4) == Decimal(text)
+    raw = base64.b64decode(encoded)
+    if len(raw) > 1:  # minimal: no redundant sign byte
+        assert not (raw[0] == 0x00 and raw[1] < 0x80)
+        assert not (raw[0] == 0xFF and raw[1] >= 0x80)
+
+
+def test_money() -> None:
+    # [PVC] moneySchema: Decimal.builder(money.fraction.digits) without precision parameter
+    c = codec("money")
+    assert c.schema["parameters"] == {"scale": "2"}
+    assert unscaled_of(c.convert("$1,234.56")) == 123456
+    assert unscaled_of(c.convert("-$1.50")) == -150
+    assert codec("money", modes=TypeModes(decimal_handling="string")).convert("$1,234.50") == "1234.50"
+
+
+# ---------------------------------------------------------------------------- strings and friends
+
+
+@pytest.mark.parametrize(
+    "type_name", ["text", "varchar", "bpchar", "char", "name", "inet", "cidr", "int4range"]
+)
+def test_plain_strings(type_name: str) -> None:
+    c = codec(type_name)
+    assert c.schema == {"type": "string", "optional": True}
+    assert c.convert("ab  ") == "ab  "  # bpchar padding is kept [JVC] convertString
+
+
+@pytest.mark.parametrize(
+    ("type_name", "schema_name"),
+    [
+        ("uuid", "io.debezium.data.Uuid"),  # [SF] datatypeUuidSchema
+        ("json", "io.debezium.data.Json"),  # [SF] datatypeJsonSchema
+        ("jsonb", "io.debezium.data.Json"),
+        ("xml", "io.debezium.data.Xml"),  # [DOC] XML
+    ],
+)
+def test_semantic_strings(type_name: str, schema_name: str) -> None:
+    c = codec(type_name)
+    assert c.schema == {"type": "string", "optional": True, "name": schema_name, "version": 1}
+    assert c.convert('{"a": 1}') == '{"a": 1}'
+
+
+def test_enum() -> None:
+    # [SF] datatypeEnumSchema: string, io.debezium.data.Enum v1, parameter allowed (comma-joined)
+    c = codec("mood", enum_values=("sad", "ok", "happy"), optional=False)
+    assert c.schema == {
+        "type": "string",
+        "optional": False,
+        "name": "io.debezium.data.Enum",
+        "version": 1,
+        "parameters": {"allowed": "sad,ok,happy"},
+    }
+    assert c.convert("ok") == "ok"
+
+
+def test_bits() -> None:
+    # [DOC] BIT(1) -> BOOLEAN; BIT(>1)/VARBIT -> io.debezium.data.Bits, little-endian bytes [PVC]
+    assert codec("bit", 1).schema == {"type": "boolean", "optional": True}
+    assert codec("bit", 1).convert("1") is True
+    bits = codec("bit", 10)
+    assert bits.schema["parameters"] == {"length": "10"}
+    assert bits.convert("0100000001") == b64(bytes([0x01, 0x01]))
+    assert codec("varbit").schema["parameters"] == {"length": "2147483647"}
+
+
+# ---------------------------------------------------------------------------- bytea
+
+
+@pytest.mark.parametrize(
+    ("mode", "schema_type", "expected"),
+    [
+        ("bytes", "bytes", "AQL/"),  # JsonConverter writes bytes as base64
+        ("base64", "string", "AQL/"),  # [JVC] Base64.getEncoder()
+        ("base64-url-safe", "string", "AQL_"),  # Base64.getUrlEncoder()
+        ("hex", "string", "0102ff"),  # HexConverter (lower case)
+    ],
+)
+def test_bytea_modes(mode: Any, schema_type: str, expected: str) -> None:
+    c = codec("bytea", modes=TypeModes(binary_handling=mode))
+    assert c.schema == {"type": schema_type, "optional": True}
+    assert c.convert("\\x0102ff") == expected
+
+
+def test_bytea_requires_hex_output() -> None:
+    with pytest.raises(DecodeError, match="bytea_output=hex"):
+        codec("bytea").convert("abc")
+
+
+# ---------------------------------------------------------------------------- temporal
+
+
+@pytest.mark.parametrize(
+    ("mode", "name"),
+    [
+        ("adaptive", "io.debezium.time.Date"),  # [TPM] Date::builder
+        ("adaptive_time_microseconds", "io.debezium.time.Date"),
+        ("connect", "org.apache.kafka.connect.data.Date"),  # [KC] int32 v1
+    ],
+)
+def test_date(mode: Any, name: str) -> None:
+    c = codec("date", modes=TypeModes(time_precision=mode))
+    assert c.schema == {"type": "int32", "optional": True, "name": name, "version": 1}
+    assert c.convert("2018-06-20") == 17702
+    assert c.convert("1969-12-31") == -1
+    assert c.convert("0001-01-01 BC") == -719528  # year 0 (proleptic) [DTF] era parsing
+    assert c.convert("10000-01-01") == 2932897
+
+
+def test_date_infinity_uses_debezium_sentinels() -> None:
+    # [PVC] POSITIVE_INFINITY_LOCAL_DATE = -5877611-06-21, NEGATIVE = -5877611-06-22 -> toEpochDay
+    c = codec("date")
+    assert c.convert("infinity") == -2147472693
+    assert c.convert("-infinity") == -2147472692
+
+
+@pytest.mark.parametrize(
+    ("mode", "typmod", "node", "value"),
+    [
+        # [TPM] ADAPTIVE: p <= 3 -> Time (ms, int32), p <= 6 -> MicroTime (µs, int64)
+        ("adaptive", -1, ("int64", "io.debezium.time.MicroTime"), 49_530_123_456),
+        ("adaptive", 6, ("int64", "io.debezium.time.MicroTime"), 49_530_123_456),
+        ("adaptive", 3, ("int32", "io.debezium.time.Time"), 49_530_123),
+        ("adaptive_time_microseconds", 3, ("int64", "io.debezium.time.MicroTime"), 49_530_123_456),
+        ("connect", 6, ("int32", "org.apache.kafka.connect.data.Time"), 49_530_123),
+    ],
+)
+def test_time(mode: Any, typmod: int, node: tuple[str, str], value: int) -> None:
+    c = codec("time", typmod, TypeModes(time_precision=mode))
+    assert c.schema == {"type": node[0], "optional": True, "name": node[1], "version": 1}
+    assert c.convert("13:45:30.123456") == value
+
+
+def test_time_end_of_day() -> None:
+    # Strings.asDuration accepts 24:00:00; MicroTime accepts large values in adaptive modes
+    assert codec("time").convert("24:00:00") == 86_400_000_000
+
+
+@pytest.mark.parametrize(
+    ("mode", "typmod", "node", "value"),
+    [
+        # [DOC] "2018-06-20 15:13:16.945104" -> MicroTimestamp 1529507596945104
+        ("adaptive", -1, "io.debezium.time.MicroTimestamp", 1529507596945104),
+        ("adaptive", 3, "io.debezium.time.Timestamp", 1529507596945),
+        ("adaptive_time_microseconds", 6, "io.debezium.time.MicroTimestamp", 1529507596945104),
+        ("connect", 6, "org.apache.kafka.connect.data.Timestamp", 1529507596945),
+    ],
+)
+def test_timestamp(mode: Any, typmod: int, node: str, value: int) -> None:
+    c = codec("timestamp", typmod, TypeModes(time_precision=mode))
+    assert c.schema == {"type": "int64", "optional": True, "name": node, "version": 1}
+    assert c.convert("2018-06-20 15:13:16.945104") == value
+
+
+def test_timestamp_before_epoch_and_bc() -> None:
+    c = codec("timestamp")
+    assert c.convert("1969-12-31 23:59:59.5") == -500_000
+    # 44 BC is proleptic year -43; shifting by one 400-year cycle (146097 days) lands in 357 AD
+    epoch_day = date(357, 3, 15).toordinal() - date(1970, 1, 1).toordinal() - 146097
+    assert c.convert("0044-03-15 12:00:00 BC") == (epoch_day * 86400 + 43200) * 1_000_000
+
+
+def test_timestamp_infinity() -> None:
+    # [DOC] +/-infinity -> 9223372036825200000 / -9223372036832400000 (µs); /1000 for ms
+    assert codec("timestamp").convert("infinity") == 9223372036825200000
+    assert codec("timestamp").convert("-infinity") == -9223372036832400000
+    assert codec("timestamp", 3).convert("infinity") == 9223372036825200
+
+
+@pytest.mark.parametrize(
+    ("typmod", "text", "expected"),
+    [
+        # [ZTS] fractional width = column scale (6 by default): exactly that many digits, UTC, Z
+        (-1, "2018-06-20 15:13:16.945104+02", "2018-06-20T13:13:16.945104Z"),
+        (-1, "2018-06-20 15:13:16+05:30", "2018-06-20T09:43:16.000000Z"),
+        (-1, "2018-06-20 00:30:00.5-03", "2018-06-20T03:30:00.500000Z"),
+        (-1, "2018-01-01 00:10:00+01", "2017-12-31T23:10:00.000000Z"),
+        (-1, "1900-01-01 00:00:00+00:53:28", "1899-12-31T23:06:32.000000Z"),  # offset with seconds
+        (3, "2018-06-20 15:13:16.12+00", "2018-06-20T15:13:16.120Z"),
+        (0, "2018-06-20 15:13:16+00", "2018-06-20T15:13:16Z"),  # width 0 -> ISO_OFFSET_DATE_TIME
+        (3, "0044-03-15 12:00:00.5+00 BC", "-0043-03-15T12:00:00.500Z"),  # ISO_LOCAL_DATE sign
+        (6, "12000-01-01 00:00:00+00", "+12000-01-01T00:00:00.000000Z"),
+        (-1, "infinity", "infinity"),  # [PVC] infinity strings pass through
+        (-1, "-infinity", "-infinity"),
+    ],
+)
+def test_timestamptz(typmod: int, text: str, expected: str) -> None:
+    c = codec("timestamptz", typmod)
+    assert c.schema == {
+        "type": "string",
+        "optional": True,
+        "name": "io.debezium.time.ZonedTimestamp",
+        "version": 1,
+    }
+    assert c.convert(text) == expected
+
+
+def _pg_timestamptz_text(moment: datetime, offset_minutes: int) -> str:
+    """PostgreSQL's ISO output for a local time and offset (fraction trimmed, +HH[:MM])."""
+    text = f"{moment.year:04d}-" + moment.strftime("%m-%d %H:%M:%S")
+    if moment.microsecond:
+        text += "." + f"{moment.microsecond:06d}".rstrip("0")
+    sign = "-" if offset_minutes < 0 else "+"
+    hours, minutes = divmod(abs(offset_minutes), 60)
+    return text + f"{sign}{hours:02d}" + (f":{minutes:02d}" if minutes else "")
+
+
+@given(
+    st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31)),
+    st.integers(min_value=-15 * 60, max_value=15 * 60),
+    st.sampled_from([-1, 0, 1, 3, 6]),
+)
+def test_timestamptz_matches_utc_arithmetic(moment: datetime, offset_minutes: int, typmod: int) -> None:
+    # [ZTS]: UTC instant, ISO_LOCAL_DATE + 'T' + HH:mm:ss + fraction of exactly `width` digits + 'Z'
+    utc = moment - timedelta(minutes=offset_minutes)
+    width = 6 if typmod == -1 else typmod
+    fraction = f"{utc.microsecond:06d}"
+    if width == 0:
+        fraction = "." + fraction.rstrip("0") if utc.microsecond else ""
+    else:
+        fraction = "." + fraction[:width]
+    expected = f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S") + fraction + "Z"
+    assert codec("timestamptz", typmod).convert(_pg_timestamptz_text(moment, offset_minutes)) == expected
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_timestamp_micros_match_datetime_arithmetic(moment: datetime) -> None:
+    text = _pg_timestamptz_text(moment, 0)[:-3]  # drop "+00": timestamp without time zone
+    assert codec("timestamp").convert(text) == (moment - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # [ZT] ISO_OFFSET_TIME after withOffsetSameInstant(UTC): shortest fraction, Z
+        ("10:15:30.5+02", "08:15:30.5Z"),
+        ("10:15:30+00", "10:15:30Z"),
+        ("01:00:00+02", "23:00:00Z"),
+        ("23:30:00.123456-05:30", "05:00:00.123456Z"),
+    ],
+)
+def test_timetz(text: str, expected: str) -> None:
+    c = codec("timetz")
+    assert c.schema == {
+        "type": "string",
+        "optional": True,
+        "name": "io.debezium.time.ZonedTime",
+        "version": 1,
+    }
+    assert c.convert(text) == expected
+
+
+def test_bad_timestamp_text() -> None:
+    with pytest.raises(DecodeError, match=r"\(timestamptz\).*'yesterday'"):
+        codec("timestamptz").convert("yesterday")
+
+
+# ---------------------------------------------------------------------------- interval
+
+
+@pytest.mark.parametrize(
+    ("text", "micros"),
+    [
+        # [MD] ((y*12+m)*365.25/12 + d) days ... in doubles, truncated; [PGI] postgres style
+        ("1 year 2 mons 3 days 04:05:06.789", 37_091_106_789_000),
+        ("1 mon", 2_629_800_000_000),  # 30.4375 days
+        ("00:00:06.789", 6_789_000),
+        ("-1 days +02:03:00", -86_400_000_000 + 7_380_000_000),
+        ("-00:00:01.5", -1_500_000),
+        ("00:00:00", 0),
+        ("P1Y2M3DT4H5M6.789S", 37_091_106_789_000),  # IntervalStyle iso_8601 [PGI]
+    ],
+)
+def test_interval_micro_duration(text: str, micros: int) -> None:
+    c = codec("interval")
+    assert c.schema == {
+        "type": "int64",
+        "optional": True,
+        "name": "io.debezium.time.MicroDuration",
+        "version": 1,
+    }
+    assert c.convert(text) == micros
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        # [IV] "P" + y + "Y" + m + "M" + d + "DT" + h + "H" + min + "M" + seconds.stripTrailingZeros() + "S"
+        ("1 year 2 mons 3 days 04:05:06.789", "P1Y2M3DT4H5M6.789S"),
+        ("1 year 2 mons 3 days -04:05:06.789", "P1Y2M3DT-4H-5M-6.789S"),
+        ("00:00:00", "P0Y0M0DT0H0M0S"),
+        ("00:00:00.000001", "P0Y0M0DT0H0M0.000001S"),
+        ("100:00:10", "P0Y0M0DT100H0M10S"),
+    ],
+)
+def test_interval_string_mode(text: str, iso: str) -> None:
+    c = codec("interval", modes=TypeModes(interval_handling="string"))
+    assert c.schema == {"type": "string", "optional": True, "name": "io.debezium.time.Interval", "version": 1}
+    assert c.convert(text) == iso
+
+
+# ---------------------------------------------------------------------------- arrays
+
+
+def test_int_array_schema_and_values() -> None:
+    # [PVC] INT4_ARRAY -> SchemaBuilder.array(OPTIONAL_INT32_SCHEMA); [KC] "items" before "optional"
+    c = codec("_int4", element_type_name="int4", optional=False)
+    assert c.schema == {"type": "array", "items": {"type": "int32", "optional": True}, "optional": False}
+    assert c.convert("{1,2,NULL}") == [1, 2, None]
+    assert c.convert("{}") == []
+
+
+def test_text_array_quoting() -> None:
+    c = codec("_text")
+    assert c.schema == {"type": "array", "items": {"type": "string", "optional": True}, "optional": True}
+    literal = r'{"a b",c,"\"q\"","back\\slash","NULL",NULL,""}'
+    assert c.convert(literal) == ["a b", "c", '"q"', "back\\slash", "NULL", None, ""]
+
+
+def test_numeric_and_temporal_arrays_use_element_schemas() -> None:
+    numeric = codec("_numeric", numeric_typmod(5, 2))
+    assert numeric.schema["items"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert numeric.schema["items"]["optional"] is True
+    assert numeric.convert("{1.00,-1.00}") == ["ZA==", "nA=="]
+    tstz = codec("_timestamptz")
+    assert tstz.convert('{"2018-06-20 15:13:16+02",NULL}') == ["2018-06-20T13:13:16.000000Z", None]
+    assert codec("_bytea").convert('{"\\\\x01ff"}') == ["Af8="]
+
+
+def test_enum_array_items_are_required() -> None:
+    # [PVC] SchemaBuilder.array(Enum.builder(values)) -- element schema not optional
+    c = codec("_mood", element_type_name="mood", enum_values=("a", "b"))
+    assert c.schema["items"] == {
+        "type": "string",
+        "optional": False,
+        "name": "io.debezium.data.Enum",
+        "version": 1,
+        "parameters": {"allowed": "a,b"},
+    }
+    assert c.convert("{a,b}") == ["a", "b"]
+
+
+@pytest.mark.parametrize("type_name", ["_interval", "_money", "_xml", "_varbit", "_name", "_point"])
+def test_arrays_without_debezium_schema_are_left_out(type_name: str) -> None:
+    # [PVC] MONEY/NAME/INTERVAL/VARBIT/XML/POINT arrays: "still need to be implemented" -> null schema
+    assert not codec(type_name).emitted
+
+
+@pytest.mark.parametrize(
+    ("literal", "elements"),
+    [
+        ("{}", []),
+        ("{ }", []),
+        ("{1}", ["1"]),
+        ("{null,NuLl}", [None, None]),
+        ('{"null"}', ["null"]),
+        ('{ "a" , b }', ["a", "b"]),
+        (r'{"\\","\""}', ["\\", '"']),
+        ('{"a,b","{c}"}', ["a,b", "{c}"]),
+        ("[0:1]={7,8}", ["7", "8"]),
+        (r"{a\,b}", ["a,b"]),
+    ],
+)
+def test_array_literal_parsing(literal: str, elements: list[str | None]) -> None:
+    assert parse_array_literal(literal) == elements
+
+
+@pytest.mark.parametrize(
+    "literal", ["{{1,2},{3,4}}", "[1:2][1:2]={{1,2},{3,4}}", "{1,2", "1,2", "{1,,2}", '{"a}']
+)
+def test_array_literal_errors(literal: str) -> None:
+    with pytest.raises(ValueError):
+        parse_array_literal(literal)
+
+
+def test_multidimensional_array_value_is_a_decode_error() -> None:
+    with pytest.raises(DecodeError, match="multi-dimensional"):
+        codec("_int4").convert("{{1,2},{3,4}}")
+
+
+def _pg_array_out(elements: list[str | None]) -> str:
+    """PostgreSQL array_out quoting rules."""
+
+    def one(element: str | None) -> str:
+        if element is None:
+            return "NULL"
+        needs_quotes = (
+            element == ""
+            or element.upper() == "NULL"
+            or any(ch in element for ch in '{}",\\')
+            or any(ch in " \t\n\r\v\f" for ch in element)
+        )
+        if not needs_quotes:
+            return element
+        return '"' + element.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return "{" + ",".join(one(element) for element in elements) + "}"
+
+
+@given(st.lists(st.one_of(st.none(), st.text())))
+def test_array_literal_round_trip(elements: list[str | None]) -> None:
+    assert parse_array_literal(_pg_array_out(elements)) == elements
+
+
+# ---------------------------------------------------------------------------- fallback, modes, TOAST
+
+
+def test_unknown_types_are_left_out_by_default() -> None:
+    # [PVC] no schema builder and include.unknown.datatypes=false -> column omitted
+    assert not codec("tsquery").emitted
+
+
+def test_unknown_types_as_binary_when_included() -> None:
+    # [PVC] includeUnknownDatatypes -> binaryMode.getSchema(), value = the text's bytes
+    c = codec("tsquery", modes=TypeModes(include_unknown_datatypes=True))
+    assert c.emitted
+    assert c.schema == {"type": "bytes", "optional": True}
+    assert c.convert("'a' & 'b'") == b64(b"'a' & 'b'")
+
+
+def test_invalid_mode_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"decimal\.handling\.mode"):
+        TypeModes(decimal_handling="exact")  # type: ignore[arg-type]
+
+
+def test_placeholders() -> None:
+    # [UTP] string placeholder; bytes for binary; text/varchar/json arrays -> [placeholder];
+    # int4/int8/date arrays -> placeholder bytes as numbers
+    assert placeholder_for(codec("text")) == UNAVAILABLE_VALUE_PLACEHOLDER
+    assert placeholder_for(codec("jsonb")) == UNAVAILABLE_VALUE_PLACEHOLDER
+    assert placeholder_for(codec("bytea")) == b64(UNAVAILABLE_VALUE_PLACEHOLDER.encode())
+    assert (
+        placeholder_for(codec("bytea", modes=TypeModes(binary_handling="hex")))
+        == UNAVAILABLE_VALUE_PLACEHOLDER
+    )
+    assert placeholder_for(codec("bytea", modes=TypeModes(binary_handling="base64"))) is None
+    assert placeholder_for(codec("_text")) == [UNAVAILABLE_VALUE_PLACEHOLDER]
+    assert placeholder_for(codec("_int8")) == list(UNAVAILABLE_VALUE_PLACEHOLDER.encode())
+    assert placeholder_for(codec("int4")) is None
+    assert placeholder_for(codec("_bool")) is None
