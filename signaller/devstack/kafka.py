@@ -73,7 +73,7 @@ message.max.bytes=16777216
 def _java() -> str:
     java = shutil.which("java")
     if java is None:
-        msg = "java not found on PATH: the Kafka broker needs Java 17+ (Debian: apt-get install openjdk-17-jre-headless)"
+        msg = "java not found on PATH: the Kafka broker needs Java 17+ (apt-get install openjdk-17-jre-headless)"
         raise KafkaSetupError(msg)
     return java
 

@@ -69,12 +69,12 @@ class StackSettings:
 
 ENV_NAMES: dict[str, str] = {
     "home": "SIGNALLER_STACK_HOME",
-    "pg_port": "SIGNALLER_PG_PORT",
-    "pg_user": "SIGNALLER_PG_USER",
-    "pg_password": "SIGNALLER_PG_PASSWORD",
-    "pg_db": "SIGNALLER_PG_DB",
-    "kafka_port": "SIGNALLER_KAFKA_PORT",
-    "kafka_controller_port": "SIGNALLER_KAFKA_CONTROLLER_PORT",
-    "http_port": "SIGNALLER_HTTP_PORT",
+    "pg_port": "SIGNALLER_STACK_PG_PORT",
+    "pg_user": "SIGNALLER_STACK_PG_USER",
+    "pg_password": "SIGNALLER_STACK_PG_PASSWORD",
+    "pg_db": "SIGNALLER_STACK_PG_DB",
+    "kafka_port": "SIGNALLER_STACK_KAFKA_PORT",
+    "kafka_controller_port": "SIGNALLER_STACK_KAFKA_CONTROLLER_PORT",
+    "http_port": "SIGNALLER_STACK_HTTP_PORT",
 }
 """The environment variable of each setting; docker-compose.yml uses the same names."""

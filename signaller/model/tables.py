@@ -47,12 +47,17 @@ class Column:
 
 @dataclass(frozen=True, slots=True)
 class TableSchema:
-    """A table's columns in ordinal order; ``key_columns`` are the names that form the Kafka key
-    (the primary key, or the replica-identity index), empty for a keyless table."""
+    """A table's columns in ordinal order and its key.
+
+    ``key`` names the Kafka key columns in key order (Debezium orders the key struct by the
+    primary key's column order, not the table's); when empty, the columns flagged ``is_key``
+    in table order are the key. ``key_columns`` is empty for a keyless table.
+    """
 
     table_id: TableId
     columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()
 
     @property
     def key_columns(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns if c.is_key)
+        return self.key or tuple(c.name for c in self.columns if c.is_key)

@@ -7,12 +7,31 @@ import sys
 import typer
 from rich.console import Console
 
+from signaller.devstack import Stack, StackStatus
 from signaller.errors import SignallerError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="PostgreSQL → Kafka CDC sidecar.")
 stack_app = typer.Typer(no_args_is_help=True, help="The local PostgreSQL + Kafka + Spark stack (no Docker).")
 app.add_typer(stack_app, name="stack")
 console = Console(stderr=True)
+
+
+@app.command("run")
+def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connector JSON or .properties file; "
+                                   "SIGNALLER_* environment variables override it.")) -> None:
+    """Run the sidecar: capture changes and publish them to Kafka until SIGTERM."""
+    import os
+
+    from signaller.config import load_config
+    from signaller.runtime.capture import CaptureLoop
+    from signaller.runtime.logging_setup import configure_logging
+    from signaller.runtime.supervisor import Supervisor
+
+    configure_logging()
+    settings = load_config(config, os.environ)
+    supervisor = Supervisor(lambda: CaptureLoop(settings))
+    supervisor.install_signal_handlers()
+    raise typer.Exit(supervisor.run())
 
 
 @stack_app.command("up")
@@ -46,10 +65,7 @@ def stack_status() -> None:
         raise typer.Exit(1)
 
 
-def _print_status(stack: object) -> object:
-    from signaller.devstack import Stack
-
-    assert isinstance(stack, Stack)
+def _print_status(stack: Stack) -> StackStatus:
     status = stack.status()
     marks = {True: "[green]up[/green]", False: "[red]down[/red]"}
     console.print(f"postgres   {marks[status.postgres_up]}  {status.details['postgres']}")

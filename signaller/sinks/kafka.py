@@ -17,7 +17,7 @@ from collections import deque
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from signaller.errors import TerminalSinkError, TransientSinkError
 

@@ -322,7 +322,8 @@ class EnvelopeSerializer:
         self.topic = base
         emitted = [column for column in table.columns if codecs[column.name].emitted]
         self._value_names = tuple(column.name for column in emitted)
-        self._key_names = tuple(column.name for column in emitted if column.is_key)
+        emitted_names = set(self._value_names)
+        self._key_names = tuple(name for name in table.key_columns if name in emitted_names)
         self.value_schema = _struct(
             f"{base}.Value", [_field(c.name, codecs[c.name].schema) for c in emitted], optional=True
         )

@@ -412,19 +412,20 @@ class RelationCache:
         keys = self._key_columns(relation)
         not_null = None if self._not_null_columns is None else self._not_null_columns(namespace, table)
         columns = tuple(self._column(c, c.name in keys, not_null) for c in relation.columns)
-        return TableSchema(TableId(namespace, table), columns)
+        return TableSchema(TableId(namespace, table), columns, key=keys)
 
-    def _key_columns(self, relation: Relation) -> frozenset[str]:
-        """Key column names, by the three rules in the module docstring."""
+    def _key_columns(self, relation: Relation) -> tuple[str, ...]:
+        """Key column names in key order (the primary key's), by the three rules in the module
+        docstring."""
         if self._primary_key_columns is not None:
             names = {column.name for column in relation.columns}
             pk = self._primary_key_columns(relation.namespace, relation.name)
-            present = frozenset(name for name in pk if name in names)
+            present = tuple(name for name in pk if name in names)
             if present:
                 return present
         if relation.replica_identity in ("d", "i"):
-            return frozenset(column.name for column in relation.columns if column.is_key)
-        return frozenset()
+            return tuple(column.name for column in relation.columns if column.is_key)
+        return ()
 
     def _column(self, column: RelationColumn, is_key: bool, not_null: AbstractSet[str] | None) -> Column:
         type_oid, resolved, domain_modifier = self._root_type(column.type_oid)

@@ -1,0 +1,59 @@
+# One entry point for everything: `make test`, `make demo`, `make bench`.
+# Every target does its own set-up (system packages, virtualenv, services, jars) and is safe
+# to run again; the second run reuses .venv/ and .cache/.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help deps system-deps venv stack-up stack-down stack-status lint typecheck test test-unit demo bench clean
+
+help:
+	@echo "make test    lint, type-check and run every test tier (starts PostgreSQL and Kafka)"
+	@echo "make demo    run the pipeline end to end and print a DEMO OK verdict"
+	@echo "make bench   run the benchmarks, write bench/results/latest.json"
+	@echo "make stack-up / stack-down / stack-status   the local services"
+
+system-deps:
+	@PYTHON=$(PYTHON) bash compose/local/install-system-deps.sh
+
+$(STAMP): pyproject.toml | system-deps
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip==25.3
+	$(BIN)/pip install -q -e '.[spark,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+deps: venv
+	$(BIN)/signaller stack up
+
+stack-up: venv
+	$(BIN)/signaller stack up
+stack-down: venv
+	$(BIN)/signaller stack down
+stack-status: venv
+	$(BIN)/signaller stack status
+
+lint: venv
+	$(BIN)/ruff check signaller spark_jobs tests bench
+typecheck: venv
+	$(BIN)/mypy
+
+test-unit: venv
+	$(BIN)/pytest tests/unit -q $(PYTEST_ARGS)
+
+# The pytest session starts the services it needs and stops those it started.
+test: lint typecheck
+	$(BIN)/pytest tests -q $(PYTEST_ARGS)
+
+demo: venv
+	$(BIN)/signaller demo
+
+bench: venv
+	$(BIN)/python -m bench.run
+
+clean: venv
+	-$(BIN)/signaller stack down
+	rm -rf .cache

@@ -1,0 +1,231 @@
+"""The streaming loop: PostgreSQL log → Debezium envelopes → Kafka, with offsets committed only
+for what Kafka acknowledged.
+
+Commit order, fixed here and nowhere else: ``sink.safe_position()`` (everything up to the
+position is in Kafka, acks=all) → ``store.commit(offsets)`` (durable) →
+``reader.acknowledge(position)`` (PostgreSQL may drop the WAL). A kill -9 between any two steps
+loses nothing: the stored position is never ahead of Kafka, and the slot never ahead of the
+stored position; on restart PostgreSQL resends every transaction after the stored position.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from signaller.config import SignallerConfig
+from signaller.errors import TransientSourceError
+from signaller.model import Op, format_lsn
+from signaller.sinks.kafka import KafkaSink, TopicManager
+from signaller.sinks.serde.json_converter import (
+    EnvelopeSerializer,
+    heartbeat_key,
+    heartbeat_value,
+    postgres_transaction_id,
+    transaction_begin_value,
+    transaction_block,
+    transaction_end_value,
+    transaction_key,
+)
+from signaller.sources.postgres.catalog import Catalog
+from signaller.sources.postgres.reader import Change, PostgresLogReader, RelationPlan, TxBegin, TxCommit
+from signaller.state import Offsets, OffsetStore, open_store
+
+log = logging.getLogger("signaller.capture")
+STALL_WARNING_S = 15.0
+
+
+@dataclass
+class CaptureStats:
+    """Counters the API and metrics read; updated by the loop only."""
+
+    events: int = 0
+    transactions: int = 0
+    committed_lsn: int = 0
+    last_commit_ts_us: int = 0
+    started_at: float = field(default_factory=time.time)
+
+
+class _TxMetadata:
+    """Transaction BEGIN/END records and per-event ``transaction`` blocks (when enabled)."""
+
+    def __init__(self, sink: KafkaSink, topic: str, schemas: bool) -> None:
+        self.sink, self.topic, self.schemas = sink, topic, schemas
+        self.tx_id = ""
+        self.total = 0
+        self.per_table: dict[str, int] = {}
+
+    def begin(self, item: TxBegin) -> None:
+        self.tx_id = postgres_transaction_id(item.xid, item.commit_lsn)
+        self.total, self.per_table = 0, {}
+        key = transaction_key(self.tx_id, schemas_enable=self.schemas)
+        self.sink.send(self.topic, key, transaction_begin_value(self.tx_id, item.commit_ts_us // 1000,
+                                                                schemas_enable=self.schemas))
+
+    def block(self, table: str) -> dict[str, Any]:
+        self.total += 1
+        self.per_table[table] = self.per_table.get(table, 0) + 1
+        return transaction_block(self.tx_id, self.total, self.per_table[table])
+
+    def end(self, item: TxCommit) -> None:
+        key = transaction_key(self.tx_id, schemas_enable=self.schemas)
+        value = transaction_end_value(self.tx_id, item.commit_ts_us // 1000, self.total,
+                                      sorted(self.per_table.items()), schemas_enable=self.schemas)
+        self.sink.send(self.topic, key, value)
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class CaptureLoop:
+    """One streaming session: connects, streams until ``stop()`` or an error, then closes.
+
+    Construct, call ``run()``; on any exception the caller (``runtime.supervisor``) decides to
+    retry (``TransientError``) or give up. Safe to construct again after a failure: all resume
+    state comes from the offset store and the slot.
+    """
+
+    def __init__(self, config: SignallerConfig, store: OffsetStore | None = None,
+                 on_change: Callable[[Change], None] | None = None) -> None:
+        self.config = config
+        self.store = store or open_store(config)
+        self.stats = CaptureStats()
+        self._stopping = False
+        self._serializers: dict[int, tuple[RelationPlan, EnvelopeSerializer]] = {}
+        self._on_change = on_change
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _prepare_source(self, catalog: Catalog) -> None:
+        config = self.config
+        catalog.check_logical_decoding()
+        tables = [t for t in catalog.tables() if config.is_table_captured(t.schema, t.table)]
+        catalog.ensure_publication(config.publication_name, config.publication_autocreate_mode.value, tables)
+        slot = catalog.ensure_slot(config.slot_name)
+        if slot.active_pid is not None:
+            msg = (f"replication slot {config.slot_name!r} is in use by PostgreSQL backend pid {slot.active_pid} "
+                   "(another signaller or Debezium?); will retry")
+            raise TransientSourceError(msg)
+        log.info("capturing %d table(s) through publication %s and slot %s",
+                 len(tables), config.publication_name, config.slot_name)
+
+    def run(self) -> None:
+        config = self.config
+        catalog = Catalog(config.libpq_dsn())
+        reader = PostgresLogReader(config, catalog)
+        sink = KafkaSink(config.producer_config(), TopicManager(
+            config.kafka_client_config(), config.topic_creation_default_partitions,
+            config.topic_creation_default_replication_factor))
+        try:
+            self._prepare_source(catalog)
+            offsets = self.store.load()
+            start = offsets.lsn if offsets else 0
+            self.stats.committed_lsn = start
+            reader.open(start)
+            self._stream(reader, sink, offsets)
+        finally:
+            try:
+                # Whatever Kafka already acknowledged is safe to record, even after a failure.
+                self._commit(reader, sink, final=self._stopping)
+            except Exception as exc:  # the original error (if any) is the one to report
+                log.warning("could not commit offsets while closing: %s", exc)
+            finally:
+                reader.close()
+                sink.close(5)
+                catalog.close()
+
+    # -- the loop -------------------------------------------------------------------------
+    def _stream(self, reader: PostgresLogReader, sink: KafkaSink, offsets: Offsets | None) -> None:
+        config = self.config
+        schemas = config.value_converter_schemas_enable
+        tx_meta = _TxMetadata(sink, config.transaction_topic, schemas) if config.provide_transaction_metadata else None
+        flush_every = max(0.05, config.offset_flush_interval_ms / 1000)
+        heartbeat_every = config.heartbeat_interval_ms / 1000
+        next_flush = next_heartbeat = time.monotonic()
+        in_tx = False
+        while not self._stopping:
+            items = reader.poll(config.max_batch_size, config.poll_interval_ms / 1000)
+            for item in items:
+                if type(item) is Change:
+                    self._send(sink, item, tx_meta)
+                elif type(item) is TxBegin:
+                    in_tx = True
+                    sink.begin()
+                    if tx_meta:
+                        tx_meta.begin(item)
+                else:
+                    assert isinstance(item, TxCommit)
+                    if tx_meta:
+                        tx_meta.end(item)
+                    sink.close_group(item.end_lsn)
+                    in_tx = False
+                    self.stats.transactions += 1
+                    self.stats.last_commit_ts_us = item.commit_ts_us
+            sink.poll(0)
+            now = time.monotonic()
+            if heartbeat_every and now >= next_heartbeat and not in_tx:
+                self._heartbeat(reader, sink)
+                next_heartbeat = now + heartbeat_every
+            if now >= next_flush:
+                self._commit(reader, sink)
+                next_flush = now + flush_every
+
+    def _send(self, sink: KafkaSink, change: Change, tx_meta: _TxMetadata | None) -> None:
+        plan = change.plan
+        entry = self._serializers.get(id(plan))
+        if entry is None or entry[0] is not plan:
+            serializer = EnvelopeSerializer(
+                plan.schema, plan.codecs, topic_prefix=self.config.topic_prefix,
+                database=self.config.database_dbname,
+                schemas_enable=self.config.value_converter_schemas_enable,
+                key_schemas_enable=self.config.key_converter_schemas_enable,
+            )
+            self._serializers[id(plan)] = (plan, serializer)
+        else:
+            serializer = entry[1]
+        event = change.event
+        topic = self.config.topic_for(event.table)
+        key = serializer.serialize_key(event.after if event.after is not None else event.before)
+        block = tx_meta.block(str(event.table)) if tx_meta else None
+        sink.send(topic, key, serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block))
+        if event.op is Op.DELETE and self.config.tombstones_on_delete:
+            sink.send(topic, key, None)
+        self.stats.events += 1
+        if self._on_change is not None:
+            self._on_change(change)
+
+    def _heartbeat(self, reader: PostgresLogReader, sink: KafkaSink) -> None:
+        """A heartbeat record; once delivered, the offset may move to the server's WAL position
+        even if no captured table changed, so an idle database does not pin WAL."""
+        schemas = self.config.value_converter_schemas_enable
+        sink.begin()
+        sink.send(self.config.heartbeat_topic, heartbeat_key(self.config.topic_prefix, schemas_enable=schemas),
+                  heartbeat_value(_now_us() // 1000, schemas_enable=schemas))
+        sink.close_group(max(reader.wal_end, self.stats.committed_lsn))
+
+    def _commit(self, reader: PostgresLogReader, sink: KafkaSink, final: bool = False) -> None:
+        position = sink.flush(10) if final else sink.safe_position()
+        if position > self.stats.committed_lsn:
+            self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None))
+            reader.acknowledge(position)
+            self.stats.committed_lsn = position
+            self._stalled_since = None
+        elif sink.in_flight():
+            self._warn_if_stalled(sink)
+
+    _stalled_since: float | None = None
+
+    def _warn_if_stalled(self, sink: KafkaSink) -> None:
+        now = time.monotonic()
+        if self._stalled_since is None:
+            self._stalled_since = now
+        elif now - self._stalled_since > STALL_WARNING_S:
+            log.warning("waiting for Kafka: %d record(s) unacknowledged for %.0fs; offsets stay at %s",
+                        sink.in_flight(), now - self._stalled_since, format_lsn(self.stats.committed_lsn))
+            self._stalled_since = now

@@ -1,0 +1,63 @@
+"""Keeps the capture running: retries transient failures with capped exponential backoff, stops
+on terminal ones, and stops cleanly on SIGTERM/SIGINT.
+
+Every retry logs the error and the wait; a failure that keeps recurring is visible in the logs
+every time, never a silent stall, and never a tight loop (the wait doubles up to 60 s and resets
+after a session that ran for a minute).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from signaller.errors import SignallerError, is_transient
+
+log = logging.getLogger("signaller.supervisor")
+INITIAL_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 60.0
+HEALTHY_AFTER_S = 60.0
+
+
+class Supervisor:
+    """Runs ``session_factory().run()`` until stopped; see the module docstring."""
+
+    def __init__(self, session_factory: Callable[[], object]) -> None:
+        self._factory = session_factory
+        self._stop = threading.Event()
+        self._session: object | None = None
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stop())
+
+    def stop(self) -> None:
+        self._stop.set()
+        stop = getattr(self._session, "stop", None)
+        if callable(stop):
+            stop()
+
+    def run(self) -> int:
+        """Returns the process exit code: 0 after a requested stop, 1 after a terminal error."""
+        backoff = INITIAL_BACKOFF_S
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self._session = self._factory()
+                self._session.run()  # type: ignore[attr-defined]
+                if self._stop.is_set():
+                    return 0
+            except Exception as exc:
+                if not is_transient(exc):
+                    kind = "error" if isinstance(exc, SignallerError) else "unexpected error"
+                    log.error("stopping on %s: %s", kind, exc, exc_info=not isinstance(exc, SignallerError))
+                    return 1
+                if time.monotonic() - started > HEALTHY_AFTER_S:
+                    backoff = INITIAL_BACKOFF_S
+                log.warning("retrying in %.0fs after: %s", backoff, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_S)
+        return 0

@@ -1,0 +1,204 @@
+"""Catalog look-ups and administration over a regular (non-replication) connection: the
+publication, the replication slot, type names for user types, primary keys and NOT NULL columns.
+
+Every driver error is translated into a ``SourceError`` at this boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+import psycopg2.errors
+import psycopg2.extensions
+
+from signaller.errors import TerminalSourceError, TransientSourceError
+from signaller.model import TableId, parse_lsn
+from signaller.sources.postgres.relations import ResolvedType
+
+TRANSIENT_CODES = ("08", "57P", "53", "55006", "40")
+
+
+def translate(exc: psycopg2.Error, doing: str) -> Exception:
+    """Map a driver error to a transient (connection, locks, resources) or terminal SourceError."""
+    code = getattr(exc, "pgcode", None) or ""
+    text = f"PostgreSQL error while {doing}: {str(exc).strip()}"
+    if isinstance(exc, psycopg2.OperationalError) or code.startswith(TRANSIENT_CODES):
+        return TransientSourceError(text)
+    return TerminalSourceError(text)
+
+
+def connect(dsn: str, doing: str = "connecting", **kwargs: Any) -> Any:
+    """A psycopg2 connection (autocommit), or a TransientSourceError naming what failed."""
+    try:
+        conn = psycopg2.connect(dsn, **kwargs)
+    except psycopg2.Error as exc:
+        raise translate(exc, doing) from exc
+    conn.autocommit = True
+    return conn
+
+
+@contextlib.contextmanager
+def cursor(conn: Any, doing: str) -> Iterator[Any]:
+    try:
+        with conn.cursor() as cur:
+            yield cur
+    except psycopg2.Error as exc:
+        raise translate(exc, doing) from exc
+
+
+@dataclass(frozen=True)
+class SlotState:
+    exists: bool
+    active_pid: int | None = None
+    confirmed_flush_lsn: int | None = None
+    plugin: str | None = None
+
+
+class Catalog:
+    """Catalog queries for one database. Not thread-safe: one per reader."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._conn = connect(dsn, "connecting for catalog queries")
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg2.Error):
+            self._conn.close()
+
+    def _rows(self, sql: str, params: Sequence[Any] = (), doing: str = "reading the catalog") -> list[tuple[Any, ...]]:
+        if self._conn.closed:
+            self._conn = connect(self._dsn, "reconnecting for catalog queries")
+        with cursor(self._conn, doing) as cur:
+            cur.execute(sql, params or None)
+            return list(cur.fetchall()) if cur.description else []
+
+    def check_logical_decoding(self) -> None:
+        """Refuse to start (terminal) unless ``wal_level=logical``."""
+        level = self._rows("SHOW wal_level")[0][0]
+        if level != "logical":
+            msg = f"PostgreSQL wal_level is {level!r}; logical decoding needs wal_level=logical (then restart)"
+            raise TerminalSourceError(msg)
+
+    def server_version(self) -> int:
+        return int(self._rows("SHOW server_version_num")[0][0])
+
+    # -- tables ---------------------------------------------------------------------------
+    def tables(self) -> list[TableId]:
+        rows = self._rows(
+            "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+            "AND n.nspname NOT LIKE 'pg_toast%' ORDER BY 1, 2"
+        )
+        return [TableId(schema, table) for schema, table in rows]
+
+    def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
+        rows = self._rows(
+            "SELECT a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+            "WHERE i.indisprimary AND n.nspname = %s AND c.relname = %s ORDER BY k.ord",
+            (namespace, table),
+        )
+        return tuple(r[0] for r in rows)
+
+    def not_null_columns(self, namespace: str, table: str) -> set[str]:
+        rows = self._rows(
+            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
+            "AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull",
+            (namespace, table),
+        )
+        return {r[0] for r in rows}
+
+    def resolve_type(self, type_oid: int) -> ResolvedType:
+        """Name, enum labels, array element and domain base of a non-built-in type."""
+        rows = self._rows(
+            "SELECT t.typname, t.typtype, t.typelem, t.typbasetype, t.typtypmod, "
+            "e.typname AS elem_name, "
+            "(SELECT array_agg(enumlabel ORDER BY enumsortorder) FROM pg_enum "
+            "  WHERE enumtypid = CASE WHEN t.typelem <> 0 THEN t.typelem ELSE t.oid END) "
+            "FROM pg_type t LEFT JOIN pg_type e ON e.oid = t.typelem WHERE t.oid = %s",
+            (type_oid,),
+        )
+        if not rows:
+            msg = f"type OID {type_oid} not found in pg_type"
+            raise TerminalSourceError(msg)
+        name, typtype, elem, base, typmod, elem_name, labels = rows[0]
+        return ResolvedType(
+            name=name,
+            enum_values=tuple(_pg_array(labels)) if labels else None,
+            element_type_name=elem_name if elem else None,
+            element_type_oid=elem or None,
+            base_type_oid=base or None if typtype == "d" else None,
+            base_type_modifier=typmod if typtype == "d" else -1,
+        )
+
+    # -- publication and slot -------------------------------------------------------------
+    def publication_tables(self, name: str) -> set[TableId] | None:
+        """The tables of publication ``name`` (None if it does not exist)."""
+        exists = self._rows("SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,))
+        if not exists:
+            return None
+        rows = self._rows("SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s", (name,))
+        return {TableId(s, t) for s, t in rows}
+
+    def ensure_publication(self, name: str, mode: str, tables: Sequence[TableId]) -> None:
+        """Debezium's ``publication.autocreate.mode``: ``all_tables`` creates ``FOR ALL TABLES``;
+        ``filtered`` creates or alters it to exactly ``tables``; ``disabled`` requires it to exist."""
+        existing = self.publication_tables(name)
+        quoted = ", ".join(f'"{t.schema}"."{t.table}"' for t in tables)
+        if mode == "disabled":
+            if existing is None:
+                msg = (f"publication {name!r} does not exist and publication.autocreate.mode=disabled; "
+                       "create it (CREATE PUBLICATION ... FOR TABLE ...) or choose all_tables/filtered")
+                raise TerminalSourceError(msg)
+            return
+        if mode == "all_tables":
+            if existing is None:
+                self._rows(f'CREATE PUBLICATION "{name}" FOR ALL TABLES', doing="creating the publication")
+            return
+        if not tables:
+            msg = "publication.autocreate.mode=filtered but no table matches the include/exclude lists"
+            raise TerminalSourceError(msg)
+        if existing is None:
+            self._rows(f'CREATE PUBLICATION "{name}" FOR TABLE {quoted}', doing="creating the publication")
+        elif existing != set(tables):
+            self._rows(f'ALTER PUBLICATION "{name}" SET TABLE {quoted}', doing="altering the publication")
+
+    def slot_state(self, slot: str) -> SlotState:
+        rows = self._rows(
+            "SELECT active_pid, confirmed_flush_lsn::text, plugin FROM pg_replication_slots WHERE slot_name = %s",
+            (slot,),
+        )
+        if not rows:
+            return SlotState(exists=False)
+        pid, flushed, plugin = rows[0]
+        return SlotState(True, pid, parse_lsn(flushed) if flushed else None, plugin)
+
+    def ensure_slot(self, slot: str) -> SlotState:
+        """Create the pgoutput slot when missing; refuse a slot of another plugin."""
+        state = self.slot_state(slot)
+        if not state.exists:
+            self._rows("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,),
+                       doing=f"creating replication slot {slot!r}")
+            state = self.slot_state(slot)
+        elif state.plugin != "pgoutput":
+            msg = f"replication slot {slot!r} uses plugin {state.plugin!r}; signaller needs a pgoutput slot"
+            raise TerminalSourceError(msg)
+        return state
+
+    def drop_slot(self, slot: str) -> None:
+        self._rows("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                   (slot,), doing=f"dropping replication slot {slot!r}")
+
+
+def _pg_array(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    text = str(value).strip("{}")
+    return [part.strip('"') for part in text.split(",")] if text else []

@@ -1,0 +1,287 @@
+"""The streaming half of the source: pgoutput over PostgreSQL's replication protocol, decoded into
+``ChangeEvent``s in commit order.
+
+Lifecycle: ``open(start_lsn)`` → repeated ``poll()`` → ``acknowledge(lsn)`` as Kafka confirms →
+``close()``. ``poll`` never blocks longer than its timeout. Transactions arrive whole and in
+commit order; each ends with a ``TxCommit`` item whose ``end_lsn`` is the position a restart may
+resume after once every event before it is in Kafka. ``acknowledge`` is the only place the
+slot's confirmed flush position moves (standby status update), so WAL is released only for
+what Kafka holds. On restart, PostgreSQL resends every transaction that commits after the
+acknowledged position: duplicates are possible, loss is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psycopg2
+import psycopg2.extras
+
+from signaller.config import SignallerConfig
+from signaller.model import ChangeEvent, Op, TableId, TableSchema, format_lsn
+from signaller.sources.postgres import pgoutput
+from signaller.sources.postgres.catalog import Catalog, translate
+from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.postgres.types import ColumnCodec, TypeModes, codec_for, placeholder_for
+
+log = logging.getLogger("signaller.source")
+
+
+@dataclass(frozen=True, slots=True)
+class RelationPlan:
+    """How to turn one relation version's tuples into Debezium rows.
+
+    ``schema`` holds only captured columns; ``slots`` lists ``(tuple index, name, convert,
+    placeholder)`` for each of them; ``codecs`` feeds the serializer.
+    """
+
+    table_id: TableId
+    schema: TableSchema
+    codecs: dict[str, ColumnCodec]
+    slots: tuple[tuple[int, str, Callable[[str], Any], Any], ...]
+    key_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A row event and the plan (schema) it was decoded with."""
+
+    event: ChangeEvent
+    plan: RelationPlan
+
+
+@dataclass(frozen=True, slots=True)
+class TxBegin:
+    xid: int
+    commit_lsn: int
+    commit_ts_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxCommit:
+    """End of a transaction: once everything before it is in Kafka, ``end_lsn`` is safe."""
+
+    xid: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts_us: int
+
+
+Item = Change | TxBegin | TxCommit
+
+
+def modes_of(config: SignallerConfig) -> TypeModes:
+    return TypeModes(
+        decimal_handling=config.decimal_handling_mode.value,
+        time_precision=config.time_precision_mode.value,
+        binary_handling=config.binary_handling_mode.value,
+        interval_handling=config.interval_handling_mode.value,
+        include_unknown_datatypes=config.include_unknown_datatypes,
+        money_fraction_digits=config.money_fraction_digits,
+    )
+
+
+class PostgresLogReader:
+    """Reads one slot's pgoutput stream for one publication. Not thread-safe."""
+
+    def __init__(self, config: SignallerConfig, catalog: Catalog) -> None:
+        self._config = config
+        self._catalog = catalog
+        self._modes = modes_of(config)
+        self._relations = RelationCache(
+            catalog.resolve_type,
+            not_null_columns=catalog.not_null_columns,
+            primary_key_columns=self._key_columns,
+        )
+        self._plans: dict[int, tuple[int, RelationPlan | None]] = {}
+        self._conn: Any = None
+        self._cursor: Any = None
+        self._xid = 0
+        self._commit_lsn = 0
+        self._commit_ts_us = 0
+        self._last_commit_lsn: int | None = None
+        self._skip = set(config.skipped_operations)
+        self.wal_end = 0
+
+    def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
+        override = self._config.key_columns_for(namespace, table)
+        return override if override else self._catalog.primary_key_columns(namespace, table)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def open(self, start_lsn: int) -> None:
+        """Connect and start streaming after ``start_lsn`` (0: from the slot's position)."""
+        dsn = self._config.libpq_dsn()
+        try:
+            self._conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
+            self._cursor = self._conn.cursor()
+            self._cursor.start_replication(
+                slot_name=self._config.slot_name,
+                decode=False,
+                start_lsn=start_lsn,
+                status_interval=max(1, self._config.status_update_interval_ms // 1000),
+                options={
+                    "proto_version": "1",
+                    "publication_names": self._config.publication_name,
+                    "messages": "true",
+                },
+            )
+        except psycopg2.Error as exc:
+            self.close()
+            raise translate(exc, f"starting replication from slot {self._config.slot_name!r}") from exc
+        self._last_commit_lsn = start_lsn or None
+        log.info("streaming from slot %s after %s", self._config.slot_name, format_lsn(start_lsn))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._conn is not None:
+                self._conn.close()
+        self._conn = self._cursor = None
+
+    # -- reading --------------------------------------------------------------------------
+    def poll(self, max_items: int, timeout_s: float) -> list[Item]:
+        """Up to about ``max_items`` items, waiting at most ``timeout_s`` for the first one."""
+        out: list[Item] = []
+        cursor = self._cursor
+        deadline = time.monotonic() + timeout_s
+        try:
+            while len(out) < max_items:
+                msg = cursor.read_message()
+                if msg is None:
+                    if out:
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    select.select([cursor], [], [], remaining)
+                    continue
+                self._handle(msg.payload, msg.data_start, out)
+            self.wal_end = max(self.wal_end, cursor.wal_end or 0)
+        except psycopg2.Error as exc:
+            raise translate(exc, "reading the replication stream") from exc
+        return out
+
+    def acknowledge(self, lsn: int) -> None:
+        """Tell PostgreSQL everything up to ``lsn`` is durable downstream (releases WAL)."""
+        if self._cursor is None or lsn <= 0:
+            return
+        try:
+            self._cursor.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
+        except psycopg2.Error as exc:
+            raise translate(exc, "sending the standby status update") from exc
+
+    def keepalive(self) -> None:
+        """Send a status update without moving the position (keeps the stream alive)."""
+        if self._cursor is not None:
+            try:
+                self._cursor.send_feedback()
+            except psycopg2.Error as exc:
+                raise translate(exc, "sending a keepalive") from exc
+
+    # -- decoding -------------------------------------------------------------------------
+    def _handle(self, payload: bytes, lsn: int, out: list[Item]) -> None:
+        msg = pgoutput.decode_message(payload)
+        kind = type(msg)
+        if kind is pgoutput.Insert:
+            self._emit(msg.relation_id, Op.CREATE, None, msg.new, lsn, out)  # type: ignore[union-attr]
+        elif kind is pgoutput.Update:
+            self._update(msg, lsn, out)  # type: ignore[arg-type]
+        elif kind is pgoutput.Delete:
+            self._emit(msg.relation_id, Op.DELETE, msg.old, None, lsn, out)  # type: ignore[union-attr]
+        elif isinstance(msg, pgoutput.Begin):
+            self._xid, self._commit_lsn, self._commit_ts_us = msg.xid, msg.final_lsn, msg.commit_ts_us
+            out.append(TxBegin(self._xid, self._commit_lsn, self._commit_ts_us))
+        elif isinstance(msg, pgoutput.Commit):
+            out.append(TxCommit(self._xid, msg.commit_lsn, msg.end_lsn, msg.commit_ts_us))
+            self._last_commit_lsn = msg.commit_lsn
+        elif kind is pgoutput.Relation or kind is pgoutput.Type:
+            self._relations.apply(msg)
+        elif kind is pgoutput.Truncate:
+            self._truncate(msg, lsn, out)  # type: ignore[arg-type]
+        # Origin and logical decoding Messages carry no row change.
+
+    def _plan(self, relation_id: int) -> RelationPlan | None:
+        version = self._relations.version(relation_id)
+        cached = self._plans.get(relation_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        plan = self._build_plan(relation_id)
+        self._plans[relation_id] = (version, plan)
+        return plan
+
+    def _build_plan(self, relation_id: int) -> RelationPlan | None:
+        entry = self._relations.get(relation_id)
+        table = entry.schema.table_id
+        if not self._config.is_table_captured(table.schema, table.table):
+            return None
+        is_captured = self._config.is_column_captured
+        captured = [c for c in entry.schema.columns if is_captured(table.schema, table.table, c.name)]
+        schema = replace(entry.schema, columns=tuple(captured))
+        codecs = {c.name: codec_for(c, self._modes) for c in captured}
+        index = {name: i for i, name in enumerate(entry.column_names)}
+        slots = tuple(
+            (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]))
+            for c in captured if codecs[c.name].emitted
+        )
+        log.info("schema of %s: %d column(s), key %s", table, len(captured), schema.key_columns or "none")
+        return RelationPlan(table, schema, codecs, slots, schema.key_columns)
+
+    def _row(self, plan: RelationPlan, values: pgoutput.TupleData | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        row: dict[str, Any] = {}
+        toast = pgoutput.UNCHANGED_TOAST
+        for index, name, convert, placeholder in plan.slots:
+            value = values[index]
+            if value is None:
+                row[name] = None
+            elif value is toast:
+                row[name] = placeholder
+            else:
+                row[name] = convert(value)  # type: ignore[arg-type]
+        return row
+
+    def _event(self, plan: RelationPlan, op: Op, before: Any, after: Any, lsn: int) -> Change:
+        event = ChangeEvent(op, plan.table_id, before, after, lsn, self._commit_lsn, self._last_commit_lsn,
+                            self._xid, self._commit_ts_us)
+        return Change(event, plan)
+
+    def _emit(self, relation_id: int, op: Op, old: Any, new: Any, lsn: int, out: list[Item]) -> None:
+        if op.value in self._skip:
+            return
+        plan = self._plan(relation_id)
+        if plan is not None:
+            out.append(self._event(plan, op, self._row(plan, old), self._row(plan, new), lsn))
+
+    def _update(self, msg: pgoutput.Update, lsn: int, out: list[Item]) -> None:
+        plan = self._plan(msg.relation_id)
+        if plan is None:
+            return
+        before, after = self._row(plan, msg.old), self._row(plan, msg.new)
+        if before is not None and after is not None and plan.key_names and any(
+            before.get(k) != after.get(k) for k in plan.key_names
+        ):
+            # A primary-key change: Debezium emits a delete of the old key (then its tombstone)
+            # and a create of the new one, so each key's history stays in its own partition.
+            if "d" not in self._skip:
+                out.append(self._event(plan, Op.DELETE, before, None, lsn))
+            if "c" not in self._skip:
+                out.append(self._event(plan, Op.CREATE, None, after, lsn))
+            return
+        if "u" not in self._skip:
+            out.append(self._event(plan, Op.UPDATE, before, after, lsn))
+
+    def _truncate(self, msg: pgoutput.Truncate, lsn: int, out: list[Item]) -> None:
+        if "t" in self._skip:
+            return
+        for relation_id in msg.relation_ids:
+            plan = self._plan(relation_id)
+            if plan is not None:
+                out.append(self._event(plan, Op.TRUNCATE, None, None, lsn))
+
+

@@ -1,0 +1,70 @@
+"""Build a SparkSession with Delta Lake and the Kafka connector.
+
+Jars come from a local directory when one is given (``SIGNALLER_SPARK_JARS_DIR``, filled by
+``signaller stack up`` from Maven Central), else from ``spark.jars.packages`` coordinates, which
+Spark resolves from Maven Central itself (for clusters and spark-submit users).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+SPARK_PACKAGES = (
+    "io.delta:delta-spark_4.1_2.13:4.4.0",
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1",
+    "org.apache.spark:spark-avro_2.13:4.1.1",
+)
+DEFAULT_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+}
+_VERSION_SUFFIX = re.compile(r"-[0-9][^-]*\.jar$")
+
+
+def _artifact(jar: Path) -> str:
+    return _VERSION_SUFFIX.sub("", jar.name)
+
+
+def local_jars(jars_dir: Path) -> list[str]:
+    """The jars in ``jars_dir`` that pyspark does not already bundle (by artifact name), so the
+    bundled Jackson, Scala and logging versions win over older transitive copies."""
+    import pyspark
+
+    bundled = {_artifact(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(p) for p in jars_dir.glob("*.jar") if _artifact(p) not in bundled)
+
+
+def build_session(
+    app_name: str,
+    master: str | None = "local[2]",
+    jars_dir: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> Any:
+    """Create (or return the running) SparkSession with Delta and Kafka ready.
+
+    ``master=None`` leaves the master to spark-submit. ``conf`` overrides ``DEFAULT_CONF``.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    directory = jars_dir or os.environ.get("SIGNALLER_SPARK_JARS_DIR")
+    if directory:
+        builder = builder.config("spark.jars", ",".join(local_jars(Path(directory))))
+    else:
+        builder = builder.config("spark.jars.packages", ",".join(SPARK_PACKAGES))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

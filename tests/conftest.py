@@ -1,0 +1,36 @@
+"""Test tiers and the services they need.
+
+* ``tests/unit``: pure logic, no services.
+* ``tests/integration``: the real local PostgreSQL and Kafka broker.
+* ``tests/spark``: Spark with Delta and the Kafka connector (and the broker).
+
+The ``stack`` fixture starts whatever of the local stack is not running (``signaller stack up``)
+and, at the end of the session, stops exactly what it started; nothing is ever skipped for want
+of a service.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from signaller.devstack import Stack, StackSettings
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackSettings]:
+    local = Stack()
+    started = local.up(with_spark=True)
+    try:
+        yield local.settings
+    finally:
+        if started:
+            local.down(started)
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A short unique suffix for topics, slots and tables, so tests never share state."""
+    return uuid.uuid4().hex[:10]

@@ -1,0 +1,48 @@
+"""docker-compose.yml describes the same stack as the local one: same variable names, ports and
+credentials as ``StackSettings``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from signaller.devstack.settings import ENV_NAMES, REPO_ROOT, StackSettings
+
+pytestmark = pytest.mark.unit
+COMPOSE = REPO_ROOT / "compose" / "docker-compose.yml"
+
+
+def load() -> dict:  # type: ignore[type-arg]
+    return yaml.safe_load(Path(COMPOSE).read_text())
+
+
+def test_stack_environment_matches_local_defaults() -> None:
+    env = load()["x-stack-env"]
+    defaults = StackSettings()
+    for field, name in ENV_NAMES.items():
+        if field == "home":
+            continue
+        assert name in env, f"{name} missing from x-stack-env in docker-compose.yml"
+        assert str(env[name]) == str(getattr(defaults, field)), f"{name} differs from the local default"
+
+
+def test_services_publish_the_local_ports() -> None:
+    compose = load()
+    defaults = StackSettings()
+    services = compose["services"]
+    assert f"{defaults.pg_port}:{defaults.pg_port}" in services["postgres"]["ports"]
+    assert "wal_level=logical" in services["postgres"]["command"]
+    assert f"{defaults.kafka_port}:{defaults.kafka_port}" in services["kafka"]["ports"]
+    assert services["kafka"]["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert f"{defaults.http_port}:{defaults.http_port}" in services["signaller"]["ports"]
+    pg_env = services["postgres"]["environment"]
+    assert (pg_env["POSTGRES_USER"], pg_env["POSTGRES_PASSWORD"], pg_env["POSTGRES_DB"]) == (
+        defaults.pg_user, defaults.pg_password, defaults.pg_db)
+
+
+def test_kafka_image_matches_the_broker_version_maven_resolves() -> None:
+    pom = (REPO_ROOT / "compose" / "local" / "kafka" / "pom.xml").read_text()
+    version = pom.split("<kafka.version>")[1].split("<")[0]
+    assert load()["services"]["kafka"]["image"] == f"apache/kafka:{version}"
