@@ -11,8 +11,11 @@ from signaller.config.fields import FAMILIES, PROPERTIES, Family, Prop, Status
 
 ENV_PREFIX = "SIGNALLER_"
 OWN_PREFIX = "signaller."
-NON_PROPERTY_ENV_PREFIXES = ("SIGNALLER_TEST_", "SIGNALLER_STACK_", "SIGNALLER_LOG_", "SIGNALLER_SPARK_", "SIGNALLER_BENCH_")
-"""Environment variables under these prefixes are not configuration (test gates) and are skipped."""
+NON_PROPERTY_ENV_PREFIXES = (
+    "SIGNALLER_TEST_", "SIGNALLER_STACK_", "SIGNALLER_LOG_", "SIGNALLER_SPARK_", "SIGNALLER_BENCH_",
+)
+"""Environment variables under these prefixes are not configuration (test gates, the local stack,
+logging, Spark and benchmarks) and are skipped."""
 NON_PROPERTY_ENV_NAMES = frozenset({"SIGNALLER_CONFIG", "SIGNALLER_LOG_LEVEL"})
 """Environment variables with these names are read by the CLI, not by the configuration."""
 
