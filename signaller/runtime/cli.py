@@ -34,6 +34,14 @@ def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connec
     raise typer.Exit(supervisor.run())
 
 
+@app.command("demo")
+def demo(rows: int = typer.Option(2000, help="rows to insert before updates and deletes")) -> None:
+    """Run the whole pipeline on the local stack and print a DEMO OK verdict."""
+    from signaller.devstack.demo import run_demo
+
+    raise typer.Exit(run_demo(rows))
+
+
 @stack_app.command("up")
 def stack_up(spark: bool = typer.Option(True, help="Also resolve Spark's Delta/Kafka jars.")) -> None:
     """Start PostgreSQL and Kafka (reusing running ones) and resolve Spark's jars."""
@@ -82,3 +90,7 @@ def main() -> None:
     except SignallerError as exc:
         console.print(f"[red]error:[/red] {exc}")
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
