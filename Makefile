@@ -37,7 +37,7 @@ stack-status: venv
 	$(BIN)/signaller stack status
 
 lint: venv
-	$(BIN)/ruff check signaller spark_jobs tests bench
+	$(BIN)/ruff check signaller spark_jobs tests schemas $(wildcard bench)
 typecheck: venv
 	$(BIN)/mypy
 

@@ -239,8 +239,8 @@ class BatchApplier:
         from delta.tables import DeltaTable
 
         cond = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
-        update: dict[str, str] = {}
-        insert: dict[str, str] = {}
+        update: dict[str, Any] = {}
+        insert: dict[str, Any] = {}
         for c in columns:
             q = quote(c.name)
             if _toastable(c):

@@ -111,7 +111,7 @@ def row_columns(value_struct: dict[str, Any]) -> list[ColumnSpec]:
 
 def envelope_row_struct(envelope: dict[str, Any]) -> dict[str, Any]:
     """The ``after`` (else ``before``) struct node of an ``...Envelope`` schema."""
-    by_name = {f["field"]: f for f in envelope.get("fields", [])}
+    by_name: dict[str, dict[str, Any]] = {f["field"]: f for f in envelope.get("fields", [])}
     node = by_name.get("after") or by_name.get("before")
     if node is None:
         msg = f"not a Debezium envelope schema (no before/after field): {envelope.get('name')}"

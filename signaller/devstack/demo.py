@@ -47,10 +47,17 @@ def _sql(dsn: str, statements: list[str]) -> None:
             cur.execute(statement)
 
 
+def _fetch(cur: Any) -> tuple[Any, ...]:
+    row = cur.fetchone()
+    if row is None:
+        raise DemoFailed("a query returned no row")
+    return tuple(row)
+
+
 def _one(dsn: str, query: str) -> Any:
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute(query)
-        return cur.fetchone()[0]
+        return _fetch(cur)[0]
 
 
 def connector_config(settings: StackSettings, work: Path) -> dict[str, Any]:
@@ -133,7 +140,7 @@ def _write(settings: StackSettings, rows: int) -> int:
         cur.execute(f"UPDATE {TABLE} SET id = id + 1000000 WHERE id IN (SELECT id FROM {TABLE} ORDER BY id LIMIT 5)")
         conn.commit()
         cur.execute("SELECT pg_current_wal_lsn()::text")
-        return parse_lsn(cur.fetchone()[0])
+        return parse_lsn(_fetch(cur)[0])
 
 
 def _wait_for_offsets(work: Path, target_lsn: int, proc: subprocess.Popen[bytes]) -> None:
@@ -161,7 +168,7 @@ SOURCE_CHECKSUM = (
 def _source_state(settings: StackSettings) -> tuple[int, str]:
     with psycopg2.connect(settings.pg_dsn()) as conn, conn.cursor() as cur:
         cur.execute(SOURCE_CHECKSUM)
-        count, digest = cur.fetchone()
+        count, digest = _fetch(cur)
         return int(count), str(digest)
 
 
