@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
+
 from signaller.config import SignallerConfig
-from signaller.errors import TransientSourceError
+from signaller.errors import SinkError, TerminalSinkError, TransientSinkError, TransientSourceError
 from signaller.model import Op, format_lsn
 from signaller.sinks.kafka import KafkaSink, TopicManager
 from signaller.sinks.serde.json_converter import (
@@ -31,7 +33,16 @@ from signaller.sinks.serde.json_converter import (
     transaction_key,
 )
 from signaller.sources.postgres.catalog import Catalog
-from signaller.sources.postgres.reader import Change, PostgresLogReader, RelationPlan, TxBegin, TxCommit
+from signaller.snapshot.control import SidecarControl, SidecarStatus
+from signaller.snapshot.state import SnapshotState
+from signaller.sources.postgres.reader import (
+    Change,
+    LogicalMessage,
+    PostgresLogReader,
+    RelationPlan,
+    TxBegin,
+    TxCommit,
+)
 from signaller.state import Offsets, OffsetStore, open_store
 
 log = logging.getLogger("signaller.capture")
@@ -77,6 +88,17 @@ class _TxMetadata:
         self.sink.send(self.topic, key, value)
 
 
+def kafka_failure(exc: KafkaException, bootstrap: str) -> SinkError:
+    """A ``KafkaException`` that escaped the sink, as a ``TransientSinkError`` (retried with backoff)
+    unless the client reports it fatal (``TerminalSinkError``)."""
+    error = exc.args[0] if exc.args else None
+    text = error.str() if isinstance(error, KafkaError) else str(exc)
+    msg = f"Kafka (bootstrap.servers={bootstrap}) failed: {text}"
+    if isinstance(error, KafkaError) and error.fatal():
+        return TerminalSinkError(msg)
+    return TransientSinkError(msg)
+
+
 def _now_us() -> int:
     return time.time_ns() // 1000
 
@@ -90,8 +112,9 @@ class CaptureLoop:
     """
 
     def __init__(self, config: SignallerConfig, store: OffsetStore | None = None,
-                 on_change: Callable[[Change], None] | None = None) -> None:
+                 on_change: Callable[[Change], None] | None = None, control: SidecarControl | None = None) -> None:
         self.config = config
+        self.control = control
         self.store = store or open_store(config)
         self.stats = CaptureStats()
         self._stopping = False
@@ -102,7 +125,7 @@ class CaptureLoop:
         self._stopping = True
 
     # -- set-up ---------------------------------------------------------------------------
-    def _prepare_source(self, catalog: Catalog) -> None:
+    def _prepare_source(self, catalog: Catalog) -> list[Any]:
         config = self.config
         catalog.check_logical_decoding()
         tables = [t for t in catalog.tables() if config.is_table_captured(t.schema, t.table)]
@@ -114,6 +137,7 @@ class CaptureLoop:
             raise TransientSourceError(msg)
         log.info("capturing %d table(s) through publication %s and slot %s",
                  len(tables), config.publication_name, config.slot_name)
+        return tables
 
     def run(self) -> None:
         config = self.config
@@ -122,13 +146,23 @@ class CaptureLoop:
         sink = KafkaSink(config.producer_config(), TopicManager(
             config.kafka_client_config(), config.topic_creation_default_partitions,
             config.topic_creation_default_replication_factor))
+        from signaller.runtime.snapshots import SnapshotCoordinator
+
+        snapshots = SnapshotCoordinator(config, catalog, sink, lambda change: self._send(sink, change, None),
+                                        self.control)
+        self._snapshots = snapshots
         try:
-            self._prepare_source(catalog)
+            tables = self._prepare_source(catalog)
             offsets = self.store.load()
             start = offsets.lsn if offsets else 0
             self.stats.committed_lsn = start
             reader.open(start)
-            self._stream(reader, sink, offsets)
+            snapshots.start(offsets, tables)
+            self._stream(reader, sink, snapshots)
+        except KafkaException as exc:
+            # A Kafka client call (metadata, topic creation) failed outside the delivery path: an
+            # unreachable or unhealthy cluster is worth retrying, not a reason to exit.
+            raise kafka_failure(exc, config.kafka_bootstrap_servers) from exc
         finally:
             try:
                 # Whatever Kafka already acknowledged is safe to record, even after a failure.
@@ -136,12 +170,13 @@ class CaptureLoop:
             except Exception as exc:  # the original error (if any) is the one to report
                 log.warning("could not commit offsets while closing: %s", exc)
             finally:
+                snapshots.close()
                 reader.close()
                 sink.close(5)
                 catalog.close()
 
     # -- the loop -------------------------------------------------------------------------
-    def _stream(self, reader: PostgresLogReader, sink: KafkaSink, offsets: Offsets | None) -> None:
+    def _stream(self, reader: PostgresLogReader, sink: KafkaSink, snapshots: Any) -> None:
         config = self.config
         schemas = config.value_converter_schemas_enable
         tx_meta = _TxMetadata(sink, config.transaction_topic, schemas) if config.provide_transaction_metadata else None
@@ -153,21 +188,26 @@ class CaptureLoop:
             items = reader.poll(config.max_batch_size, config.poll_interval_ms / 1000)
             for item in items:
                 if type(item) is Change:
+                    snapshots.on_change(item)
                     self._send(sink, item, tx_meta)
                 elif type(item) is TxBegin:
                     in_tx = True
                     sink.begin()
+                    snapshots.on_begin()
                     if tx_meta:
                         tx_meta.begin(item)
-                else:
-                    assert isinstance(item, TxCommit)
+                elif type(item) is TxCommit:
                     if tx_meta:
                         tx_meta.end(item)
-                    sink.close_group(item.end_lsn)
+                    sink.close_group(item.end_lsn, snapshots.on_commit(item.end_lsn))
                     in_tx = False
                     self.stats.transactions += 1
                     self.stats.last_commit_ts_us = item.commit_ts_us
+                elif isinstance(item, LogicalMessage):
+                    snapshots.on_message(item, reader.last_commit_lsn)
             sink.poll(0)
+            if not in_tx:
+                snapshots.tick()
             now = time.monotonic()
             if heartbeat_every and now >= next_heartbeat and not in_tx:
                 self._heartbeat(reader, sink)
@@ -175,6 +215,7 @@ class CaptureLoop:
             if now >= next_flush:
                 self._commit(reader, sink)
                 next_flush = now + flush_every
+                self._publish_status(snapshots)
 
     def _send(self, sink: KafkaSink, change: Change, tx_meta: _TxMetadata | None) -> None:
         plan = change.plan
@@ -211,8 +252,11 @@ class CaptureLoop:
 
     def _commit(self, reader: PostgresLogReader, sink: KafkaSink, final: bool = False) -> None:
         position = sink.flush(10) if final else sink.safe_position()
-        if position > self.stats.committed_lsn:
-            self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None))
+        state = sink.safe_state()
+        if position > self.stats.committed_lsn or (state is not None and state is not self._committed_state):
+            snapshot = state.to_offset() if isinstance(state, SnapshotState) else None
+            self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None, snapshot=snapshot))
+            self._committed_state = state
             reader.acknowledge(position)
             self.stats.committed_lsn = position
             self._stalled_since = None
@@ -220,6 +264,14 @@ class CaptureLoop:
             self._warn_if_stalled(sink)
 
     _stalled_since: float | None = None
+    _committed_state: object | None = None
+    _snapshots: Any = None
+
+    def _publish_status(self, snapshots: Any) -> None:
+        if self.control is None:
+            return
+        base = SidecarStatus(streaming=True, committed_lsn=self.stats.committed_lsn, events=self.stats.events)
+        self.control.publish(snapshots.status(base))
 
     def _warn_if_stalled(self, sink: KafkaSink) -> None:
         now = time.monotonic()

@@ -27,13 +27,14 @@ log = logging.getLogger("signaller.sink")
 class _Group:
     """Records of one transaction (or one heartbeat/snapshot chunk) awaiting delivery."""
 
-    __slots__ = ("closed", "end_lsn", "pending", "sink")
+    __slots__ = ("closed", "end_lsn", "pending", "sink", "state")
 
     def __init__(self, sink: KafkaSink) -> None:
         self.pending = 0
         self.closed = False
         self.end_lsn = 0
         self.sink = sink
+        self.state: object | None = None
 
     def on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         self.pending -= 1
@@ -81,6 +82,7 @@ class KafkaSink:
         self._groups: deque[_Group] = deque()
         self._current: _Group | None = None
         self._safe = 0
+        self._safe_state: object | None = None
         self._failure: KafkaError | None = None
         self.produced = 0
 
@@ -112,16 +114,25 @@ class KafkaSink:
                 raise TerminalSinkError(msg) from exc
         self.produced += 1
 
-    def close_group(self, end_lsn: int) -> None:
-        """The current group is complete; once delivered, ``end_lsn`` becomes safe."""
+    def close_group(self, end_lsn: int, state: object | None = None) -> None:
+        """The current group is complete; once delivered, ``end_lsn`` becomes safe, and
+        ``state`` (if given: the snapshot state as of the group's end) becomes ``safe_state()``."""
         group = self._current
         if group is None:
             self.begin()
             group = self._current
             assert group is not None
         group.end_lsn = end_lsn
+        group.state = state
         group.closed = True
         self._current = None
+
+    def has_open_group(self) -> bool:
+        return self._current is not None
+
+    def safe_state(self) -> object | None:
+        """The state attached to the newest safe group that carried one (see ``close_group``)."""
+        return self._safe_state
 
     # -- acknowledgements -----------------------------------------------------------------
     def poll(self, timeout_s: float = 0.0) -> None:
@@ -133,7 +144,10 @@ class KafkaSink:
         self.raise_if_failed()
         groups = self._groups
         while groups and groups[0].closed and groups[0].pending == 0:
-            self._safe = max(self._safe, groups.popleft().end_lsn)
+            group = groups.popleft()
+            self._safe = max(self._safe, group.end_lsn)
+            if group.state is not None:
+                self._safe_state = group.state
         return self._safe
 
     def in_flight(self) -> int:

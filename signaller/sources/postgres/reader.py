@@ -73,7 +73,20 @@ class TxCommit:
     commit_ts_us: int
 
 
-Item = Change | TxBegin | TxCommit
+@dataclass(frozen=True, slots=True)
+class LogicalMessage:
+    """A transactional ``pg_logical_emit_message`` with a prefix the sidecar listens to (its own
+    watermarks when no signal table is configured)."""
+
+    prefix: str
+    content: bytes
+    lsn: int
+
+
+MESSAGE_PREFIX = "signaller"
+"""Logical decoding messages with this prefix are surfaced as ``LogicalMessage`` items."""
+
+Item = Change | TxBegin | TxCommit | LogicalMessage
 
 
 def modes_of(config: SignallerConfig) -> TypeModes:
@@ -85,6 +98,39 @@ def modes_of(config: SignallerConfig) -> TypeModes:
         include_unknown_datatypes=config.include_unknown_datatypes,
         money_fraction_digits=config.money_fraction_digits,
     )
+
+
+def make_plan(
+    schema: TableSchema, tuple_columns: tuple[str, ...], config: SignallerConfig, modes: TypeModes
+) -> RelationPlan:
+    """The plan for ``schema`` when values arrive in ``tuple_columns`` order (pgoutput's
+    relation order, or a chunk SELECT's column list): only captured columns are kept."""
+    table = schema.table_id
+    is_captured = config.is_column_captured
+    captured = [c for c in schema.columns if is_captured(table.schema, table.table, c.name)]
+    narrowed = replace(schema, columns=tuple(captured))
+    codecs = {c.name: codec_for(c, modes) for c in captured}
+    index = {name: i for i, name in enumerate(tuple_columns)}
+    slots = tuple(
+        (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]))
+        for c in captured if codecs[c.name].emitted
+    )
+    return RelationPlan(table, narrowed, codecs, slots, narrowed.key_columns)
+
+
+def row_from_tuple(plan: RelationPlan, values: Any) -> dict[str, Any]:
+    """Convert one tuple of text values (None = SQL NULL) with ``plan``."""
+    row: dict[str, Any] = {}
+    toast = pgoutput.UNCHANGED_TOAST
+    for index, name, convert, placeholder in plan.slots:
+        value = values[index]
+        if value is None:
+            row[name] = None
+        elif value is toast:
+            row[name] = placeholder
+        else:
+            row[name] = convert(value)
+    return row
 
 
 class PostgresLogReader:
@@ -112,6 +158,11 @@ class PostgresLogReader:
     def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         override = self._config.key_columns_for(namespace, table)
         return override if override else self._catalog.primary_key_columns(namespace, table)
+
+    @property
+    def last_commit_lsn(self) -> int | None:
+        """Commit LSN of the newest transaction fully read (Debezium's ``lastCommitLsn``)."""
+        return self._last_commit_lsn
 
     # -- lifecycle ------------------------------------------------------------------------
     def open(self, start_lsn: int) -> None:
@@ -203,7 +254,9 @@ class PostgresLogReader:
             self._relations.apply(msg)
         elif kind is pgoutput.Truncate:
             self._truncate(msg, lsn, out)  # type: ignore[arg-type]
-        # Origin and logical decoding Messages carry no row change.
+        elif isinstance(msg, pgoutput.Message) and msg.prefix == MESSAGE_PREFIX:
+            out.append(LogicalMessage(msg.prefix, bytes(msg.content), lsn))
+        # Origin and other logical decoding messages carry no row change.
 
     def _plan(self, relation_id: int) -> RelationPlan | None:
         version = self._relations.version(relation_id)
@@ -219,32 +272,12 @@ class PostgresLogReader:
         table = entry.schema.table_id
         if not self._config.is_table_captured(table.schema, table.table):
             return None
-        is_captured = self._config.is_column_captured
-        captured = [c for c in entry.schema.columns if is_captured(table.schema, table.table, c.name)]
-        schema = replace(entry.schema, columns=tuple(captured))
-        codecs = {c.name: codec_for(c, self._modes) for c in captured}
-        index = {name: i for i, name in enumerate(entry.column_names)}
-        slots = tuple(
-            (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]))
-            for c in captured if codecs[c.name].emitted
-        )
-        log.info("schema of %s: %d column(s), key %s", table, len(captured), schema.key_columns or "none")
-        return RelationPlan(table, schema, codecs, slots, schema.key_columns)
+        plan = make_plan(entry.schema, entry.column_names, self._config, self._modes)
+        log.info("schema of %s: %d column(s), key %s", table, len(plan.schema.columns), plan.key_names or "none")
+        return plan
 
     def _row(self, plan: RelationPlan, values: pgoutput.TupleData | None) -> dict[str, Any] | None:
-        if values is None:
-            return None
-        row: dict[str, Any] = {}
-        toast = pgoutput.UNCHANGED_TOAST
-        for index, name, convert, placeholder in plan.slots:
-            value = values[index]
-            if value is None:
-                row[name] = None
-            elif value is toast:
-                row[name] = placeholder
-            else:
-                row[name] = convert(value)  # type: ignore[arg-type]
-        return row
+        return None if values is None else row_from_tuple(plan, values)
 
     def _event(self, plan: RelationPlan, op: Op, before: Any, after: Any, lsn: int) -> Change:
         event = ChangeEvent(op, plan.table_id, before, after, lsn, self._commit_lsn, self._last_commit_lsn,

@@ -1,0 +1,255 @@
+"""Wires the incremental snapshot engine into the capture loop: signal channels, the signal
+table and watermark messages in the stream, the control queue of the HTTP API, and the Kafka
+groups that make snapshot progress durable only once Kafka acknowledged it.
+
+The capture loop calls, in this order per batch: ``on_change`` for every streamed change (before
+sending it), ``on_message`` for the sidecar's own logical-decoding messages, ``state`` when a
+transaction ends (attached to its Kafka group), and ``tick`` after the batch. Everything runs
+on the capture loop's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from signaller.config import SignallerConfig
+from signaller.errors import SignalError
+from signaller.model import Op, TableId
+from signaller.signals.model import ExecuteSnapshot, Signal, SignalOutcome, WindowMarker
+from signaller.sinks.kafka import KafkaSink
+from signaller.snapshot import notifications as notes
+from signaller.snapshot.control import SidecarControl, SidecarStatus
+from signaller.snapshot.engine import IncrementalSnapshotter
+from signaller.snapshot.source import PostgresChunkSource
+from signaller.snapshot.state import SnapshotState
+from signaller.sources.postgres.catalog import Catalog
+from signaller.sources.postgres.reader import Change, LogicalMessage, modes_of
+from signaller.sources.postgres.relations import RelationCache
+from signaller.state import Offsets
+
+log = logging.getLogger("signaller.snapshots")
+SendChange = Callable[[Change], None]
+
+
+class SnapshotCoordinator:
+    """Owns the engine, the signal channels and the control queue for one capture session."""
+
+    def __init__(self, config: SignallerConfig, catalog: Catalog, sink: KafkaSink, send: SendChange,
+                 control: SidecarControl | None) -> None:
+        from signaller.signals.filters import compile_filter
+
+        self._config = config
+        self._sink = sink
+        self._send = send
+        self.control = control
+        self._source = PostgresChunkSource(config.libpq_dsn(), config.signal_data_collection,
+                                           config.incremental_snapshot_watermarking_strategy.value)
+        relations = RelationCache(catalog.resolve_type, not_null_columns=catalog.not_null_columns,
+                                  primary_key_columns=catalog.primary_key_columns)
+        self.engine = IncrementalSnapshotter(config, self._source, modes_of(config), relations,
+                                             self._emit_read, self._notify, compile_filter)
+        self._signal_table = config.signal_data_collection
+        self._channels: dict[str, Any] = {}
+        self._next_channel_poll = 0.0
+        self._last_end_lsn = 0
+        self._in_tx = False
+        self._notification_topic = (config.notification_sink_topic_name
+                                    if "sink" in {c.value for c in config.notification_enabled_channels} else None)
+        self._log_notifications = "log" in {c.value for c in config.notification_enabled_channels}
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, offsets: Offsets | None, tables: list[TableId]) -> None:
+        """Restore the snapshot state, open the channels, start an initial snapshot if asked."""
+        self._last_end_lsn = offsets.lsn if offsets else 0
+        self.engine.restore(SnapshotState.from_offset(offsets.snapshot if offsets else None))
+        self._open_channels()
+        mode = self._config.snapshot_mode.value
+        if offsets is None and mode in ("initial", "when_needed"):
+            data_tables = [t for t in tables if t != self._signal_table]
+            if data_tables:
+                patterns = tuple(_literal_pattern(t) for t in data_tables)
+                action = ExecuteSnapshot("initial-snapshot", patterns)
+                signal = Signal("initial-snapshot", "execute-snapshot", {"data-collections": list(patterns)}, "internal")
+                with self._adhoc_group():
+                    outcome = self.engine.apply(signal, action)
+                log.info("snapshot.mode=%s: initial incremental snapshot of %d table(s): %s", mode, len(data_tables),
+                         "queued" if outcome.accepted else outcome.reason)
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            with contextlib.suppress(Exception):
+                channel.close()
+        self._source.close()
+
+    def _open_channels(self) -> None:
+        enabled = {c.value for c in self._config.signal_enabled_channels}
+        positions = self.engine.state.channel_positions
+        if "kafka" in enabled:
+            from signaller.signals.channels.kafka import KafkaSignalChannel
+
+            self._channels["kafka"] = KafkaSignalChannel(self._config, positions.get("kafka"))
+        if "file" in enabled:
+            from signaller.signals.channels.file import FileSignalChannel
+
+            stored = positions.get("file")
+            self._channels["file"] = FileSignalChannel(self._config.signal_file, tuple(stored) if stored else None)
+
+    # -- hooks from the capture loop ------------------------------------------------------
+    def on_begin(self) -> None:
+        self._in_tx = True
+
+    def on_commit(self, end_lsn: int) -> SnapshotState:
+        """A transaction ended: the state to attach to its Kafka group."""
+        self._in_tx = False
+        self._last_end_lsn = end_lsn
+        return self.engine.state
+
+    def on_change(self, change: Change) -> None:
+        """Before a streamed change is sent: signal-table rows are signals or watermarks; every
+        change deduplicates the open window."""
+        event = change.event
+        if self._signal_table is not None and event.table == self._signal_table:
+            self._on_signal_row(change)
+            return
+        self.engine.on_stream_change(change)
+
+    def on_message(self, message: LogicalMessage, last_commit_lsn: int | None) -> None:
+        try:
+            body = orjson.loads(message.content)
+            marker = WindowMarker(str(body["id"]), body["type"] == "snapshot-window-open", body.get("data") or {})
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            log.warning("ignoring an unreadable signaller message at LSN %X: %s", message.lsn, exc)
+            return
+        self.engine.on_marker(marker, (last_commit_lsn, message.lsn))
+
+    def _on_signal_row(self, change: Change) -> None:
+        from signaller.signals.parsing import parse_action, signal_from_row
+
+        event = change.event
+        strategy = self._config.incremental_snapshot_watermarking_strategy.value
+        if event.op is Op.CREATE and event.after is not None:
+            values = list(event.after.values())
+        elif event.op is Op.DELETE and strategy == "insert_delete" and event.before is not None:
+            values = list(event.before.values())
+            if not isinstance(values[0], str) or not values[0].endswith("-open"):
+                return
+            values = [values[0][: -len("open")] + "close", "snapshot-window-close", values[2] if len(values) > 2 else None]
+        else:
+            return
+        if len(values) != 3:
+            log.warning("signal table %s must have exactly 3 columns (id, type, data); row ignored", self._signal_table)
+            return
+        try:
+            signal = signal_from_row(values[0], values[1], values[2], channel="source", position=event.lsn)
+            action = parse_action(signal)
+        except SignalError as exc:
+            self._reject("source", exc.signal_id or str(values[0]), exc.reason)
+            return
+        if isinstance(action, WindowMarker):
+            self.engine.on_marker(action, (event.last_commit_lsn, event.lsn))
+            return
+        outcome = self.engine.apply(signal, action)
+        self._answer("source", outcome)
+
+    # -- between batches ------------------------------------------------------------------
+    def tick(self) -> None:
+        """Serve the control queue and the channels, then read the next chunk if one is due."""
+        if self.control is not None:
+            for item, future in self.control.drain():
+                with self._adhoc_group():
+                    outcome = self._apply_control(item)
+                future.set_result(outcome)
+        now = time.monotonic()
+        if self._channels and now >= self._next_channel_poll:
+            self._next_channel_poll = now + self._config.signal_poll_interval_ms / 1000
+            for name, channel in self._channels.items():
+                self._read_channel(name, channel)
+        if self.engine.wants_chunk:
+            with self._adhoc_group():
+                self.engine.read_chunk()
+
+    def _apply_control(self, item: Signal | int) -> SignalOutcome:
+        from signaller.signals.parsing import parse_action
+
+        if isinstance(item, int):
+            return self.engine.set_chunk_size(item)
+        try:
+            action = parse_action(item)
+        except SignalError as exc:
+            return SignalOutcome(item.id, False, exc.reason)
+        outcome = self.engine.apply(item, action)
+        self._answer("http", outcome, notify_rejection=False)
+        return outcome
+
+    def _read_channel(self, name: str, channel: Any) -> None:
+        from signaller.signals.parsing import parse_action
+
+        for entry in channel.read():
+            if isinstance(entry, SignalError):
+                self._reject(name, entry.signal_id or "?", entry.reason)
+                continue
+            with self._adhoc_group():
+                try:
+                    outcome = self.engine.apply(entry, parse_action(entry))
+                except SignalError as exc:
+                    outcome = SignalOutcome(entry.id, False, exc.reason)
+                self._answer(name, outcome)
+                self.engine.set_channel_position(name, entry.position)
+
+    def _answer(self, channel: str, outcome: SignalOutcome, *, notify_rejection: bool = True) -> None:
+        if outcome.accepted:
+            log.info("signal %s from %s accepted", outcome.signal_id, channel)
+        elif notify_rejection:
+            self._reject(channel, outcome.signal_id, outcome.reason)
+        else:
+            log.warning("signal %s from %s rejected: %s", outcome.signal_id, channel, outcome.reason)
+
+    def _reject(self, channel: str, signal_id: str, reason: str) -> None:
+        log.warning("signal %s from %s rejected: %s", signal_id, channel, reason)
+        with self._adhoc_group():
+            self._notify(notes.make("REJECTED", signal_id, self._config.topic_prefix, notes.SIGNAL,
+                                    channel=channel, reason=reason))
+
+    # -- output ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _adhoc_group(self) -> Iterator[None]:
+        """Outside a transaction, records (READs, notifications) and state changes go into a
+        group of their own, ordered after everything sent before; inside one, into its group."""
+        if self._in_tx or self._sink.has_open_group():
+            yield
+            return
+        self._sink.begin()
+        try:
+            yield
+        finally:
+            self._sink.close_group(self._last_end_lsn, self.engine.state)
+
+    def _emit_read(self, change: Change) -> None:
+        self._send(change)
+
+    def _notify(self, notification: notes.Notification) -> None:
+        if self._log_notifications or self._notification_topic is None:
+            notes.log_notification(notification)
+        if self._notification_topic is not None:
+            schemas = self._config.value_converter_schemas_enable
+            self._sink.send(self._notification_topic, notification.key_bytes(schemas), notification.value_bytes(schemas))
+
+    def status(self, base: SidecarStatus) -> SidecarStatus:
+        snapshot = self.engine.status()
+        return SidecarStatus(
+            running=snapshot.running, paused=snapshot.paused, chunk_size=snapshot.chunk_size,
+            correlation_id=snapshot.correlation_id, tables=snapshot.tables, streaming=base.streaming,
+            committed_lsn=base.committed_lsn, events=base.events, last_error=base.last_error,
+        )
+
+
+def _literal_pattern(table: TableId) -> str:
+    import re
+
+    return re.escape(str(table))

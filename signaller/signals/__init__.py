@@ -1,0 +1,1 @@
+"""Signals: Debezium's ``id``/``type``/``data`` records from every channel, parsed into actions."""

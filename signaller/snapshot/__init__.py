@@ -1,0 +1,1 @@
+"""The incremental snapshot engine (DBLog watermark chunks, as Debezium implements them)."""

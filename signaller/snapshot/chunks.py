@@ -1,0 +1,92 @@
+"""SQL for chunked reads, keyset pagination on the chunk key with row-value comparison.
+
+Every column is selected as ``::text`` so snapshot rows go through the same converters as
+pgoutput's text tuples and produce byte-identical values and keys. Bounds are bound as text and
+cast to the key column's type, so any orderable key type works (integers, text, uuid,
+timestamps, composites). Pure functions: they only build SQL strings and parameter lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from signaller.snapshot.state import Key
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """What the chunk queries need to know about one table.
+
+    ``columns`` are the captured columns in table order; ``key`` the chunk key columns with
+    their SQL types (``format_type``), in key order; ``filter`` the normalized additional
+    condition (already safe SQL) or None.
+    """
+
+    schema: str
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[tuple[str, str], ...]
+    filter: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        return f"{quote_ident(self.schema)}.{quote_ident(self.name)}"
+
+
+def _as_text(refs: Sequence[str]) -> str:
+    """Select list of text casts with positional aliases: an output column must never carry a
+    table column's name, or ``ORDER BY "id"`` would sort by the text output, not the column."""
+    return ", ".join(f"{ref}::text AS c{index}" for index, ref in enumerate(refs))
+
+
+def _row(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else "ROW(" + ", ".join(items) + ")"
+
+
+def _key_refs(table: ChunkTable) -> list[str]:
+    return [quote_ident(name) for name, _ in table.key]
+
+
+def _params(table: ChunkTable) -> list[str]:
+    return [f"%s::{sql_type}" for _, sql_type in table.key]
+
+
+def max_key_query(table: ChunkTable) -> str:
+    """The chunk key of the last row in key order (optionally within the filter)."""
+    keys = _key_refs(table)
+    where = f" WHERE ({table.filter})" if table.filter else ""
+    select = _as_text(keys)
+    order = ", ".join(f"{k} DESC" for k in keys)
+    return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT 1"
+
+
+def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> tuple[str, list[str | None]]:
+    """Rows with ``lower < key <= upper`` in key order, at most ``limit``; every column as text,
+    then the chunk key columns as text (so the caller can read the chunk position even when a
+    surrogate key is not a captured column)."""
+    keys = _key_refs(table)
+    select = _as_text([quote_ident(c) for c in table.columns] + keys)
+    conditions: list[str] = []
+    params: list[str | None] = []
+    if lower is not None:
+        conditions.append(f"{_row(keys)} > {_row(_params(table))}")
+        params.extend(lower)
+    if upper is not None:
+        conditions.append(f"{_row(keys)} <= {_row(_params(table))}")
+        params.extend(upper)
+    if table.filter:
+        conditions.append(f"({table.filter})")
+    where = " WHERE " + " AND ".join(conditions) if conditions else ""
+    order = ", ".join(keys)
+    return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT {int(limit)}", params
+
+
+def count_query(table: ChunkTable) -> str:
+    """Exact row count within the filter (used for small filtered snapshots' estimates)."""
+    where = f" WHERE ({table.filter})" if table.filter else ""
+    return f"SELECT count(*) FROM {table.qualified}{where}"

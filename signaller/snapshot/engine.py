@@ -1,0 +1,531 @@
+"""The incremental snapshot engine: Debezium's signal-based DBLog loop for one PostgreSQL source.
+
+Single-threaded: the capture loop calls every method. The loop feeds it
+
+* signals (``apply``) from any channel, answered with a ``SignalOutcome``;
+* watermark markers as they come back through the log (``on_marker``), which return the READ
+  events to emit at a window's close, before any later log event;
+* every streamed row change (``on_stream_change``), which evicts buffered rows with the same
+  message key while the window is open;
+
+and asks it to read the next chunk (``read_chunk`` when ``wants_chunk``): open watermark
+(committed) → chunk SELECT → close watermark (always written, even when the query fails). The
+durable state is ``state`` (immutable; a new object after each change).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from signaller.config import SignallerConfig
+from signaller.errors import SignalError, SourceError
+from signaller.model import ChangeEvent, Op, TableId
+from signaller.signals.model import (
+    ExecuteSnapshot,
+    LogMessage,
+    PauseSnapshot,
+    ResumeSnapshot,
+    Signal,
+    SignalOutcome,
+    StopSnapshot,
+    WindowMarker,
+)
+from signaller.snapshot import notifications as notes
+from signaller.snapshot.chunks import ChunkTable
+from signaller.snapshot.control import SidecarStatus, TableProgress
+from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, TableInfo
+from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
+from signaller.snapshot.window import Window
+from signaller.sources.postgres.reader import Change, RelationPlan, make_plan, row_from_tuple
+from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.postgres.types import TypeModes
+
+log = logging.getLogger("signaller.snapshot")
+MAX_FINISHED = 100
+
+Emit = Callable[[Change], None]
+Notify = Callable[[notes.Notification], None]
+FilterCompiler = Callable[[str, dict[str, str]], str]
+
+
+@dataclass
+class _Prepared:
+    """A table ready for chunking: its schema plan and chunk SQL description."""
+
+    info: TableInfo
+    plan: RelationPlan
+    chunk: ChunkTable
+
+
+@dataclass
+class _Runtime:
+    """Per-table figures for the status page that need not survive a restart."""
+
+    chunk_from: str | None = None
+    chunk_to: str | None = None
+    estimated_rows: int | None = None
+    chunks: int = 0
+    chunk_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def message_key(row: dict[str, Any], names: Sequence[str]) -> bytes:
+    """The identity of a row for deduplication: its message-key values, as JSON bytes."""
+    return orjson.dumps([row.get(name) for name in names])
+
+
+def _instant(ts: float) -> str:
+    """Java ``Instant.toString()``: UTC, ``Z``, fraction in groups of 3 digits as needed."""
+    moment = datetime.fromtimestamp(ts, UTC)
+    micros = moment.microsecond
+    fraction = "" if micros == 0 else (f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
+def _key_text(key: Key | None) -> str | None:
+    return None if key is None else ",".join("<null>" if v is None else v for v in key)
+
+
+class IncrementalSnapshotter:
+    """See the module docstring. ``emit`` sends one READ change (in the current Kafka group);
+    ``notify`` sends one notification; ``compile_filter`` validates and normalizes a filter."""
+
+    def __init__(
+        self,
+        config: SignallerConfig,
+        source: PostgresChunkSource,
+        modes: TypeModes,
+        relations: RelationCache,
+        emit: Emit,
+        notify: Notify,
+        compile_filter: FilterCompiler,
+    ) -> None:
+        self._config = config
+        self._source = source
+        self._modes = modes
+        self._relations = relations
+        self._emit = emit
+        self._notify = notify
+        self._compile_filter = compile_filter
+        self._state = SnapshotState()
+        self._window: Window[dict[str, Any]] = Window()
+        self._window_keys: tuple[str, ...] = ()
+        self._chunk_end: Key | None = None
+        self._pending_stops: list[tuple[str, ...]] = []
+        self._need_chunk = False
+        self._prepared: dict[str, _Prepared] = {}
+        self._runtime: dict[str, _Runtime] = {}
+        self._window_opened_at = 0.0
+        self.rows_emitted = 0
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def state(self) -> SnapshotState:
+        return self._state
+
+    @property
+    def chunk_size(self) -> int:
+        return self._state.chunk_size or self._config.incremental_snapshot_chunk_size
+
+    def restore(self, state: SnapshotState | None) -> None:
+        """Resume after a restart: the next chunk starts after the stored ``last_key``."""
+        self._state = state or SnapshotState()
+        self._chunk_end = self._state.last_key
+        self._need_chunk = self._state.running and not self._state.paused
+        if self._state.running:
+            log.info("resuming incremental snapshot of %s after key %s%s",
+                     [q.table for q in self._state.queue], _key_text(self._state.last_key),
+                     " (paused)" if self._state.paused else "")
+
+    def set_channel_position(self, channel: str, position: Any) -> None:
+        positions = {**self._state.channel_positions, channel: position}
+        self._state = self._state.with_changes(channel_positions=positions)
+
+    def set_chunk_size(self, size: int) -> SignalOutcome:
+        if not 1 <= size <= 1_000_000:
+            return SignalOutcome("chunk-size", False, f"chunk size {size} out of range; accepted: 1..1000000")
+        self._state = self._state.with_changes(chunk_size=size)
+        log.info("incremental.snapshot.chunk.size is now %d (from the next chunk)", size)
+        return SignalOutcome("chunk-size", True)
+
+    @property
+    def wants_chunk(self) -> bool:
+        return self._need_chunk and not self._window.pending
+
+    # -- signals --------------------------------------------------------------------------
+    def apply(self, signal: Signal, action: object) -> SignalOutcome:
+        """Apply a parsed user signal; rejections carry the reason and change nothing."""
+        try:
+            if isinstance(action, ExecuteSnapshot):
+                self._execute(action)
+            elif isinstance(action, StopSnapshot):
+                self._stop(action)
+            elif isinstance(action, PauseSnapshot):
+                self._pause(action)
+            elif isinstance(action, ResumeSnapshot):
+                self._resume(action)
+            elif isinstance(action, LogMessage):
+                log.info("signal %s: %s", signal.id, action.message.replace("{}", str(self._state.to_offset())))
+            else:
+                raise SignalError(f"signal type {signal.type!r} cannot be sent by users", signal.id)
+        except SignalError as exc:
+            return SignalOutcome(signal.id, False, exc.reason)
+        except SourceError as exc:
+            return SignalOutcome(signal.id, False, f"could not check the signal against the database: {exc}")
+        return SignalOutcome(signal.id, True)
+
+    def _captured_tables(self) -> list[TableId]:
+        signal_table = self._config.signal_data_collection
+        return [t for t in self._source.tables()
+                if self._config.is_table_captured(t.schema, t.table) and t != signal_table]
+
+    def _expand(self, patterns: Sequence[str], tables: list[TableId], signal_id: str) -> list[TableId]:
+        chosen: list[TableId] = []
+        for index, pattern in enumerate(patterns):
+            try:
+                regex = re.compile(pattern.strip())
+            except re.error as exc:
+                raise SignalError(f"data-collections[{index}] {pattern!r} is not a valid regular expression: {exc}",
+                                  signal_id) from None
+            matched = [t for t in tables if regex.fullmatch(str(t))]
+            if not matched:
+                names = ", ".join(str(t) for t in tables) or "none"
+                raise SignalError(f"data-collections[{index}] {pattern!r} matches no captured table; "
+                                  f"captured tables: {names}", signal_id)
+            chosen.extend(t for t in matched if t not in chosen)
+        return chosen
+
+    def _execute(self, action: ExecuteSnapshot) -> None:
+        tables = self._expand(action.data_collections, self._captured_tables(), action.signal_id)
+        queued: list[QueuedTable] = []
+        for table in tables:
+            info = self._source.describe(table)
+            if info is None:
+                raise SignalError(f"table {table} does not exist", action.signal_id)
+            condition = next((c for c in action.additional_conditions
+                              if re.fullmatch(c.data_collection.strip(), str(table), re.IGNORECASE)), None)
+            normalized = None
+            if condition is not None:
+                try:
+                    normalized = "(" + self._compile_filter(condition.filter, info.sql_types) + ")"
+                except SignalError as exc:
+                    raise SignalError(f"filter for {table}: {exc.reason}", action.signal_id) from None
+            if action.surrogate_key is not None:
+                self._check_surrogate(info, action.surrogate_key, action.signal_id)
+            elif not self._key_columns(info):
+                raise SignalError(f"table {table} has no primary key; give a 'surrogate-key' (a unique NOT NULL "
+                                  "column) or configure message.key.columns", action.signal_id)
+            queued.append(QueuedTable(str(table), normalized, action.surrogate_key, action.signal_id))
+        if action.snapshot_type == "blocking":
+            self._blocking(action, queued)
+            return
+        was_running = self._state.running
+        self._state = self._state.with_changes(queue=self._state.queue + tuple(queued),
+                                               correlation_id=action.signal_id)
+        if not was_running:
+            self._notify(notes.make("STARTED", action.signal_id, self._config.topic_prefix,
+                                    data_collections=self._collections()))
+            if not self._state.paused:
+                self._need_chunk = True
+        log.info("incremental snapshot %s queued %s", action.signal_id, [q.table for q in queued])
+
+    def _check_surrogate(self, info: TableInfo, column: str, signal_id: str) -> None:
+        if column not in info.sql_types:
+            raise SignalError(f"surrogate-key {column!r} is not a column of {info.table_id}; columns: "
+                              f"{', '.join(info.sql_types)}", signal_id)
+        if column not in info.not_null or column not in info.unique_columns:
+            raise SignalError(f"surrogate-key {column!r} of {info.table_id} must be NOT NULL and have a unique "
+                              "index, or chunks could skip or repeat rows", signal_id)
+
+    def _key_columns(self, info: TableInfo) -> tuple[str, ...]:
+        override = self._config.key_columns_for(info.table_id.schema, info.table_id.table)
+        return tuple(override) if override else info.primary_key
+
+    def _stop(self, action: StopSnapshot) -> None:
+        if action.snapshot_type == "blocking":
+            return
+        self._pending_stops.append(action.data_collections or (".*",))
+        if not self._window.pending:
+            self._apply_stops()
+
+    def _pause(self, action: PauseSnapshot) -> None:
+        if not self._state.running:
+            raise SignalError("no incremental snapshot is running", action.signal_id)
+        if not self._state.paused:
+            self._state = self._state.with_changes(paused=True)
+            self._notify(notes.make("PAUSED", self._state.correlation_id, self._config.topic_prefix,
+                                    data_collections=self._collections()))
+
+    def _resume(self, action: ResumeSnapshot) -> None:
+        if not self._state.running:
+            raise SignalError("no incremental snapshot is running", action.signal_id)
+        if self._state.paused:
+            self._state = self._state.with_changes(paused=False)
+            self._notify(notes.make("RESUMED", self._state.correlation_id, self._config.topic_prefix,
+                                    data_collections=self._collections()))
+            self._need_chunk = True
+
+    def _collections(self) -> str:
+        return ",".join(q.table for q in self._state.queue)
+
+    # -- the stream -----------------------------------------------------------------------
+    def on_stream_change(self, change: Change) -> None:
+        """Deduplicate: a streamed change evicts the buffered row with the same message key."""
+        window = self._window
+        if window.is_open and len(window):
+            event = change.event
+            row = event.after if event.after is not None else event.before
+            if row is not None:
+                window.on_stream_key(str(event.table), message_key(row, self._window_keys))
+
+    def on_marker(self, marker: WindowMarker, position: tuple[int | None, int | None]) -> None:
+        """A watermark came back through the log at ``position`` = (last commit LSN, LSN)."""
+        if marker.is_open:
+            if not self._window.open(marker.signal_id):
+                log.debug("ignoring window-open marker %s of another chunk", marker.signal_id)
+            return
+        rows = self._window.close(marker.signal_id)
+        if rows is None:
+            log.debug("ignoring window-close marker %s of another chunk", marker.signal_id)
+            return
+        self._flush(rows, position)
+        self._need_chunk = self._state.running
+        if self._pending_stops:
+            self._apply_stops()
+
+    def _flush(self, rows: list[dict[str, Any]], position: tuple[int | None, int | None]) -> None:
+        head = self._state.queue[0] if self._state.queue else None
+        prepared = self._prepared.get(head.table) if head else None
+        if head is None or prepared is None:
+            return
+        last_commit, lsn = position
+        now_us = time.time_ns() // 1000
+        table_id = prepared.info.table_id
+        for row in rows:
+            event = ChangeEvent(Op.READ, table_id, None, row, lsn, None, last_commit, None, now_us, "incremental")
+            self._emit(Change(event, prepared.plan))
+        self.rows_emitted += len(rows)
+        queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
+                             head.rows + len(rows), head.started_at), *self._state.queue[1:])
+        self._state = self._state.with_changes(queue=queue, last_key=self._chunk_end)
+
+    # -- reading a chunk ------------------------------------------------------------------
+    def read_chunk(self) -> None:
+        """One window: open marker, chunk SELECT, close marker (always, even on errors)."""
+        self._need_chunk = False
+        self._apply_stops()
+        if not self._state.running or self._state.paused:
+            return
+        chunk_id = str(uuid.uuid4())
+        opened = time.time()
+        metadata: dict[str, Any] = {"openWindowTimestamp": _instant(opened),
+                                    "correlationId": self._state.correlation_id,
+                                    "dataCollectionId": self._state.queue[0].table}
+        self._source.write_marker(chunk_id, True, metadata)
+        filled = False
+        try:
+            filled = self._fill_window(chunk_id)
+        finally:
+            if not filled:
+                self._window.expect(chunk_id)
+            close = {"openWindowTimestamp": metadata["openWindowTimestamp"],
+                     "closeWindowTimestamp": _instant(time.time()),
+                     "correlationId": metadata["correlationId"], "dataCollectionId": metadata["dataCollectionId"]}
+            self._source.write_marker(chunk_id, False, close)
+
+    def _fill_window(self, chunk_id: str) -> bool:
+        while self._state.queue:
+            head = self._state.queue[0]
+            try:
+                prepared = self._prepare(head)
+                if prepared is None:
+                    continue
+                started = time.monotonic()
+                lower = self._chunk_end
+                rows = self._source.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+                runtime = self._runtime.setdefault(head.table, _Runtime())
+                runtime.chunks += 1
+                runtime.chunk_seconds = time.monotonic() - started
+            except (ChunkQueryError, SourceError) as exc:
+                log.warning("incremental snapshot of %s failed: %s", head.table, exc)
+                self._finish_table("SQL_EXCEPTION")
+                continue
+            if not rows:
+                self._finish_table("SUCCEEDED")
+                continue
+            self._buffer(chunk_id, head, prepared, rows, lower)
+            return True
+        return False
+
+    def _prepare(self, head: QueuedTable) -> _Prepared | None:
+        """Schema and max key of the head table (once per table); None if it was skipped."""
+        prepared = self._prepared.get(head.table)
+        if prepared is None:
+            table_id = TableId.parse(head.table)
+            info = self._source.describe(table_id)
+            if info is None:
+                self._finish_table("UNKNOWN_SCHEMA")
+                return None
+            keys = (head.surrogate_key,) if head.surrogate_key else self._key_columns(info)
+            if not keys:
+                self._finish_table("NO_PRIMARY_KEY")
+                return None
+            self._relations.apply_relation(info.relation)
+            schema = self._relations.schema(info.oid)
+            plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
+            columns = tuple(c.name for c in plan.schema.columns)
+            chunk = ChunkTable(table_id.schema, table_id.table, columns,
+                               tuple((k, info.sql_types[k]) for k in keys), head.filter)
+            prepared = _Prepared(info, plan, chunk)
+            self._prepared[head.table] = prepared
+            self._runtime.setdefault(head.table, _Runtime()).estimated_rows = info.estimated_rows
+        if self._state.max_key is None:
+            max_key = self._source.max_key(prepared.chunk)
+            if max_key is None:
+                self._finish_table("EMPTY")
+                return None
+            started = head.started_at or time.time()
+            queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id, head.rows, started),
+                     *self._state.queue[1:])
+            self._state = self._state.with_changes(max_key=max_key, queue=queue)
+        return prepared
+
+    def _buffer(self, chunk_id: str, head: QueuedTable, prepared: _Prepared, rows: list[tuple[str | None, ...]],
+                lower: Key | None) -> None:
+        width = len(prepared.chunk.columns)
+        keys = prepared.plan.key_names
+        converted = []
+        for values in rows:
+            row = row_from_tuple(prepared.plan, values[:width])
+            converted.append((message_key(row, keys), row))
+        self._window_keys = keys
+        self._window.fill(chunk_id, str(prepared.info.table_id), converted)
+        self._chunk_end = tuple(rows[-1][width:])
+        runtime = self._runtime.setdefault(head.table, _Runtime())
+        runtime.chunk_from, runtime.chunk_to = _key_text(lower), _key_text(self._chunk_end)
+        self._notify(notes.make(
+            "IN_PROGRESS", self._state.correlation_id, self._config.topic_prefix,
+            data_collections=self._collections(), current_collection_in_progress=head.table,
+            maximum_key=_key_text(self._state.max_key) or '"<null>"',
+            last_processed_key=_key_text(self._chunk_end) or "",
+        ))
+
+    def _finish_table(self, status: str, *, announce: bool = True) -> None:
+        head = self._state.queue[0]
+        collections = self._collections()
+        done = FinishedTable(head.table, status, head.rows, head.started_at, time.time(), head.correlation_id,
+                             head.filter)
+        self._state = self._state.with_changes(
+            queue=self._state.queue[1:], max_key=None, last_key=None,
+            finished=(*self._state.finished, done)[-MAX_FINISHED:],
+        )
+        self._chunk_end = None
+        self._prepared.pop(head.table, None)
+        if announce:
+            self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._config.topic_prefix,
+                                    data_collections=collections, scanned_collection=head.table,
+                                    total_rows_scanned=str(head.rows), status=status))
+        log.info("incremental snapshot of %s: %s, %d rows", head.table, status, head.rows)
+        if not self._state.queue:
+            self._notify(notes.make("COMPLETED", self._state.correlation_id, self._config.topic_prefix))
+            self._state = self._state.with_changes(correlation_id=None, paused=False)
+
+    def _apply_stops(self) -> None:
+        while self._pending_stops and not self._window.pending:
+            patterns = self._pending_stops.pop(0)
+            regexes = [re.compile(p.strip()) for p in patterns]
+            stopped = [q for q in self._state.queue if any(r.fullmatch(q.table) for r in regexes)]
+            if not stopped:
+                continue
+            correlation = self._state.correlation_id
+            head_stopped = bool(self._state.queue) and self._state.queue[0] in stopped
+            if head_stopped:
+                self._finish_table("ABORTED", announce=False)
+            remaining = tuple(q for q in self._state.queue if q not in stopped)
+            self._state = self._state.with_changes(queue=remaining)
+            if not remaining and not head_stopped:
+                self._state = self._state.with_changes(max_key=None, last_key=None, correlation_id=None)
+            self._notify(notes.make("ABORTED", correlation, self._config.topic_prefix,
+                                    data_collections=",".join(q.table for q in stopped)))
+
+    # -- blocking snapshots ---------------------------------------------------------------
+    def _blocking(self, action: ExecuteSnapshot, tables: list[QueuedTable]) -> None:
+        """Read the tables whole while streaming waits (the caller does not poll the log)."""
+        prefix = self._config.topic_prefix
+        names = ",".join(q.table for q in tables)
+        self._notify(notes.make("STARTED", None, prefix, notes.INITIAL, data_collections=names))
+        for index, queued in enumerate(tables):
+            table_id = TableId.parse(queued.table)
+            info = self._source.describe(table_id)
+            if info is None:
+                continue
+            keys = (queued.surrogate_key,) if queued.surrogate_key else self._key_columns(info)
+            self._relations.apply_relation(info.relation)
+            schema = self._relations.schema(info.oid)
+            plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
+            columns = tuple(c.name for c in plan.schema.columns)
+            chunk = ChunkTable(table_id.schema, table_id.table, columns,
+                               tuple((k, info.sql_types[k]) for k in keys), queued.filter)
+            rows = self._read_all(chunk, plan, len(columns))
+            for position, row in enumerate(rows):
+                flag = self._blocking_flag(index, len(tables), position, len(rows))
+                now_us = time.time_ns() // 1000
+                event = ChangeEvent(Op.READ, table_id, None, row, None, None, None, None, now_us, flag)
+                self._emit(Change(event, plan))
+            self.rows_emitted += len(rows)
+            self._notify(notes.make("TABLE_SCAN_COMPLETED", None, prefix, notes.INITIAL,
+                                    scanned_collection=queued.table, total_rows_scanned=str(len(rows)),
+                                    status="SUCCEEDED"))
+        self._notify(notes.make("COMPLETED", None, prefix, notes.INITIAL))
+
+    def _read_all(self, chunk: ChunkTable, plan: RelationPlan, width: int) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        lower: Key | None = None
+        while True:
+            batch = self._source.read_chunk(chunk, lower, None, self.chunk_size)
+            rows.extend(row_from_tuple(plan, values[:width]) for values in batch)
+            if len(batch) < self.chunk_size:
+                return rows
+            lower = tuple(batch[-1][width:])
+
+    @staticmethod
+    def _blocking_flag(table_index: int, tables: int, position: int, rows: int) -> str:
+        last_table = table_index == tables - 1
+        if table_index == 0 and position == 0:
+            return "first"
+        if last_table and position == rows - 1:
+            return "last"
+        if position == 0:
+            return "first_in_data_collection"
+        if position == rows - 1:
+            return "last_in_data_collection"
+        return "true"
+
+    # -- status ---------------------------------------------------------------------------
+    def status(self) -> SidecarStatus:
+        tables: list[TableProgress] = []
+        for done in self._state.finished:
+            state = {"SUCCEEDED": "completed", "EMPTY": "completed", "ABORTED": "aborted"}.get(done.status, "skipped")
+            tables.append(TableProgress(done.table, state, done.rows, None, None, None, None, done.status,  # type: ignore[arg-type]
+                                        done.started_at, done.ended_at, done.correlation_id, done.filter))
+        for index, queued in enumerate(self._state.queue):
+            runtime = self._runtime.get(queued.table, _Runtime())
+            if index == 0:
+                state = "paused" if self._state.paused else "running"
+                tables.append(TableProgress(queued.table, state, queued.rows, runtime.estimated_rows,  # type: ignore[arg-type]
+                                            runtime.chunk_from, runtime.chunk_to, _key_text(self._state.max_key),
+                                            None, queued.started_at, None, queued.correlation_id, queued.filter))
+            else:
+                tables.append(TableProgress(queued.table, "queued", 0, runtime.estimated_rows,
+                                            correlation_id=queued.correlation_id, filter=queued.filter))
+        return SidecarStatus(running=self._state.running, paused=self._state.paused, chunk_size=self.chunk_size,
+                             correlation_id=self._state.correlation_id, tables=tuple(tables))

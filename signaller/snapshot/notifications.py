@@ -1,0 +1,70 @@
+"""Debezium's notifications: records ``{id, type, aggregate_type, additional_data, timestamp}``
+to the log channel and, with the ``sink`` channel, to ``notification.sink.topic.name`` (key
+``io.debezium.connector.common.NotificationKey``, value ``...Notification``, JsonConverter)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from signaller.sinks.serde.json_converter import dumps
+
+log = logging.getLogger("signaller.notifications")
+
+INCREMENTAL = "Incremental Snapshot"
+INITIAL = "Initial Snapshot"
+SIGNAL = "Signal"
+
+KEY_SCHEMA = {
+    "type": "struct", "fields": [{"type": "string", "optional": False, "field": "id"}],
+    "optional": False, "name": "io.debezium.connector.common.NotificationKey", "version": 1,
+}
+VALUE_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"type": "string", "optional": False, "field": "id"},
+        {"type": "string", "optional": False, "field": "type"},
+        {"type": "string", "optional": False, "field": "aggregate_type"},
+        {"type": "map", "keys": {"type": "string", "optional": False},
+         "values": {"type": "string", "optional": False}, "optional": True, "field": "additional_data"},
+        {"type": "int64", "optional": False, "field": "timestamp"},
+    ],
+    "optional": False, "name": "io.debezium.connector.common.Notification", "version": 1,
+}
+
+
+@dataclass(frozen=True)
+class Notification:
+    id: str
+    type: str
+    aggregate_type: str
+    additional_data: Mapping[str, str] = field(default_factory=dict)
+    timestamp: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+
+    def payload(self) -> dict[str, object]:
+        return {"id": self.id, "type": self.type, "aggregate_type": self.aggregate_type,
+                "additional_data": dict(self.additional_data), "timestamp": self.timestamp}
+
+    def key_bytes(self, schemas: bool) -> bytes:
+        payload = {"id": self.id}
+        return dumps({"schema": KEY_SCHEMA, "payload": payload} if schemas else payload)
+
+    def value_bytes(self, schemas: bool) -> bytes:
+        return dumps({"schema": VALUE_SCHEMA, "payload": self.payload()} if schemas else self.payload())
+
+
+def make(kind: str, correlation_id: str | None, connector: str, aggregate: str = INCREMENTAL,
+         **data: str) -> Notification:
+    """A notification of ``kind`` (STARTED, IN_PROGRESS, ...); ``connector_name`` is always set."""
+    return Notification(correlation_id or str(uuid.uuid4()), kind, aggregate, {"connector_name": connector, **data})
+
+
+def log_notification(notification: Notification) -> None:
+    log.info(
+        "[Notification Service]  {id='%s', aggregateType='%s', type='%s', additionalData=%s, timestamp=%d}",
+        notification.id, notification.aggregate_type, notification.type,
+        dict(notification.additional_data), notification.timestamp,
+    )

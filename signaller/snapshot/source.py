@@ -1,0 +1,180 @@
+"""PostgreSQL side of the incremental snapshot: describe tables, read max keys and chunks, and
+write the watermarks.
+
+Watermarks go to the signal table (``signal.data.collection``) as Debezium writes them
+(``<chunk>-open``/``-close`` rows, ``insert_insert`` or ``insert_delete``); without a signal
+table they are transactional logical-decoding messages (``pg_logical_emit_message``), which
+need no table and no write privilege on user tables. Every write commits before returning, so
+its position in the log is fixed before the chunk SELECT (open) or after it (close).
+
+The connection sets the output formats the value converters expect (ISO dates, ``postgres``
+intervals, hex bytea) so ``::text`` values match pgoutput's text tuples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import psycopg2
+
+from signaller.errors import SnapshotError
+from signaller.model import TableId
+from signaller.snapshot.chunks import ChunkTable, chunk_query, max_key_query, quote_ident
+from signaller.snapshot.state import Key
+from signaller.sources.postgres.catalog import connect, translate
+from signaller.sources.postgres.pgoutput import Relation, RelationColumn
+from signaller.sources.postgres.reader import MESSAGE_PREFIX
+
+SESSION_SETUP = "SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SET bytea_output = 'hex'"
+
+
+class ChunkQueryError(SnapshotError):
+    """A max-key or chunk query failed (Debezium's ``SQL_EXCEPTION`` status)."""
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table as the catalog describes it now."""
+
+    table_id: TableId
+    oid: int
+    relation: Relation
+    sql_types: dict[str, str]
+    not_null: frozenset[str]
+    primary_key: tuple[str, ...]
+    unique_columns: frozenset[str]
+    estimated_rows: int | None
+
+
+class PostgresChunkSource:
+    """Chunk reads and watermark writes on one autocommit connection. Not thread-safe."""
+
+    def __init__(self, dsn: str, signal_table: TableId | None, strategy: str) -> None:
+        self._dsn = dsn
+        self._signal_table = signal_table
+        self._strategy = strategy
+        self._conn: Any = None
+
+    def _cursor(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self._dsn, "connecting for incremental snapshots")
+            with self._conn.cursor() as cur:
+                cur.execute(SESSION_SETUP)
+        return self._conn.cursor()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._conn is not None:
+                self._conn.close()
+
+    def _run(self, doing: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        try:
+            with self._cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall()) if cur.description else []
+        except psycopg2.Error as exc:
+            if self._conn is not None and self._conn.closed:
+                self._conn = None
+            raise translate(exc, doing) from exc
+
+    # -- tables ---------------------------------------------------------------------------
+    def tables(self) -> list[TableId]:
+        rows = self._run(
+            "listing tables",
+            "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+            "AND n.nspname NOT LIKE 'pg\\_toast%%' ORDER BY 1, 2",
+        )
+        return [TableId(s, t) for s, t in rows]
+
+    def describe(self, table: TableId) -> TableInfo | None:
+        """The table's columns, types and keys, or None if it does not exist."""
+        head = self._run(
+            f"describing {table}",
+            "SELECT c.oid, c.relreplident, c.reltuples::bigint FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
+            "AND c.relkind IN ('r', 'p')",
+            (table.schema, table.table),
+        )
+        if not head:
+            return None
+        oid, identity, reltuples = head[0]
+        cols = self._run(
+            f"describing {table}",
+            "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod), "
+            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary "
+            "        AND a.attnum = ANY(i.indkey)) "
+            "FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (oid,),
+        )
+        pk = self._run(
+            f"reading the primary key of {table}",
+            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.ord",
+            (oid,),
+        )
+        unique = self._run(
+            f"reading unique indexes of {table}",
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = i.indkey[0] WHERE i.indrelid = %s AND i.indisunique AND i.indnatts = 1 "
+            "AND i.indpred IS NULL",
+            (oid,),
+        )
+        relation = Relation(
+            relation_id=oid, namespace=table.schema, name=table.table, replica_identity=identity,
+            columns=tuple(RelationColumn(1 if in_pk else 0, name, typid, typmod)
+                          for name, typid, typmod, _, _, in_pk in cols),
+        )
+        return TableInfo(
+            table_id=table, oid=oid, relation=relation,
+            sql_types={name: sql_type for name, _, _, _, sql_type, _ in cols},
+            not_null=frozenset(name for name, _, _, notnull, _, _ in cols if notnull),
+            primary_key=tuple(r[0] for r in pk),
+            unique_columns=frozenset(r[0] for r in unique),
+            estimated_rows=int(reltuples) if reltuples is not None and reltuples >= 0 else None,
+        )
+
+    # -- reads ----------------------------------------------------------------------------
+    def max_key(self, table: ChunkTable) -> Key | None:
+        try:
+            rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table))
+        except Exception as exc:
+            raise ChunkQueryError(str(exc)) from exc
+        return tuple(rows[0]) if rows else None
+
+    def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                   limit: int) -> list[tuple[str | None, ...]]:
+        sql, params = chunk_query(table, lower, upper, limit)
+        try:
+            return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, params)
+        except Exception as exc:
+            raise ChunkQueryError(str(exc)) from exc
+
+    # -- watermarks -----------------------------------------------------------------------
+    def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
+        """Write and commit the open or close watermark of ``chunk_id``."""
+        kind = "open" if is_open else "close"
+        if self._signal_table is None:
+            body = orjson.dumps({"id": f"{chunk_id}-{kind}", "type": f"snapshot-window-{kind}", "data": metadata})
+            self._run("writing a watermark", "SELECT pg_logical_emit_message(true, %s, %s)",
+                      (MESSAGE_PREFIX, body.decode()))
+            return
+        target = f"{quote_ident(self._signal_table.schema)}.{quote_ident(self._signal_table.table)}"
+        if not is_open and self._strategy == "insert_delete":
+            self._run("closing a snapshot window", f"DELETE FROM {target} WHERE id = %s", (f"{chunk_id}-open",))
+            return
+        self._run(
+            "writing a watermark", f"INSERT INTO {target} VALUES (%s, %s, %s)",
+            (f"{chunk_id}-{kind}", f"snapshot-window-{kind}", debezium_metadata_text(metadata)),
+        )
+
+
+def debezium_metadata_text(metadata: dict[str, Any]) -> str:
+    """Debezium's watermark ``data`` text: keys in order, ``": "`` and ``", "`` spacing, nulls
+    omitted (``{"openWindowTimestamp": "...", "closeWindowTimestamp": "...", ...}``)."""
+    parts = [f"{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()}" for k, v in metadata.items() if v is not None]
+    return "{" + ", ".join(parts) + "}"
