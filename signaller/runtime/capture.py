@@ -207,7 +207,7 @@ class CaptureLoop:
                     snapshots.on_message(item, reader.last_commit_lsn)
             sink.poll(0)
             if not in_tx:
-                snapshots.tick()
+                snapshots.tick(reader.wal_end, reader.last_commit_lsn)
             now = time.monotonic()
             if heartbeat_every and now >= next_heartbeat and not in_tx:
                 self._heartbeat(reader, sink)

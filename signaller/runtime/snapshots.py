@@ -158,8 +158,12 @@ class SnapshotCoordinator:
         self._answer("source", outcome)
 
     # -- between batches ------------------------------------------------------------------
-    def tick(self) -> None:
-        """Serve the control queue and the channels, then read the next chunk if one is due."""
+    def tick(self, stream_lsn: int = 0, last_commit_lsn: int | None = None) -> None:
+        """Serve the control queue and the channels, close a read-only window the log has
+        passed, then read the next chunk if one is due."""
+        if self._config.read_only and stream_lsn:
+            with self._adhoc_group():
+                self.engine.on_position(max(stream_lsn, self._last_end_lsn), (last_commit_lsn, 0))
         if self.control is not None:
             for item, future in self.control.drain():
                 with self._adhoc_group():

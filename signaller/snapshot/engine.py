@@ -42,7 +42,7 @@ from signaller.signals.model import (
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.chunks import ChunkTable
 from signaller.snapshot.control import SidecarStatus, TableProgress
-from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, TableInfo
+from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, TableInfo, VisibleSnapshot
 from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
 from signaller.snapshot.window import Window
 from signaller.sources.postgres.reader import Change, RelationPlan, make_plan, row_from_tuple
@@ -126,6 +126,9 @@ class IncrementalSnapshotter:
         self._runtime: dict[str, _Runtime] = {}
         self._window_opened_at = 0.0
         self.rows_emitted = 0
+        self._read_only = config.read_only
+        self._visible: VisibleSnapshot | None = None
+        self._high_lsn = 0
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -279,13 +282,25 @@ class IncrementalSnapshotter:
 
     # -- the stream -----------------------------------------------------------------------
     def on_stream_change(self, change: Change) -> None:
-        """Deduplicate: a streamed change evicts the buffered row with the same message key."""
+        """Deduplicate: a streamed change evicts the buffered row with the same message key
+        (read-only mode: only a change the chunk's snapshot did not see)."""
         window = self._window
         if window.is_open and len(window):
             event = change.event
+            if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
+                return
             row = event.after if event.after is not None else event.before
             if row is not None:
                 window.on_stream_key(str(event.table), message_key(row, self._window_keys))
+
+    def on_position(self, lsn: int, position: tuple[int | None, int | None]) -> None:
+        """Read-only mode: the log has been read up to ``lsn``; once past the chunk's high
+        watermark every change the chunk saw has been streamed, so the window closes. The caller
+        gives ``position`` = (commit LSN of the newest transaction read, 0): the READs then sort
+        after every change already streamed and before every later one (``sequence[1] = 0``)."""
+        if self._read_only and self._window.pending and self._high_lsn and lsn >= self._high_lsn:
+            chunk_id = self._window.chunk_id or ""
+            self.on_marker(WindowMarker(f"{chunk_id}-close", False), position)
 
     def on_marker(self, marker: WindowMarker, position: tuple[int | None, int | None]) -> None:
         """A watermark came back through the log at ``position`` = (last commit LSN, LSN)."""
@@ -297,6 +312,7 @@ class IncrementalSnapshotter:
         if rows is None:
             log.debug("ignoring window-close marker %s of another chunk", marker.signal_id)
             return
+        self._visible, self._high_lsn = None, 0
         self._flush(rows, position)
         self._need_chunk = self._state.running
         if self._pending_stops:
@@ -326,6 +342,9 @@ class IncrementalSnapshotter:
         if not self._state.running or self._state.paused:
             return
         chunk_id = str(uuid.uuid4())
+        if self._read_only:
+            self._read_chunk_read_only(chunk_id)
+            return
         opened = time.time()
         metadata: dict[str, Any] = {"openWindowTimestamp": _instant(opened),
                                     "correlationId": self._state.correlation_id,
@@ -342,6 +361,21 @@ class IncrementalSnapshotter:
                      "correlationId": metadata["correlationId"], "dataCollectionId": metadata["dataCollectionId"]}
             self._source.write_marker(chunk_id, False, close)
 
+    def _read_chunk_read_only(self, chunk_id: str) -> None:
+        """``read.only=true``: no watermark rows; the window is the chunk's MVCC snapshot plus
+        the WAL position after the read (see ``source.read_chunk_visible``)."""
+        self._visible, self._high_lsn = None, 0
+        if self._fill_window(chunk_id):
+            self._window.open(chunk_id)
+
+    def _select(self, prepared: _Prepared, lower: Key | None) -> list[tuple[str | None, ...]]:
+        if not self._read_only:
+            return self._source.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+        rows, visible, high = self._source.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
+                                                              self.chunk_size)
+        self._visible, self._high_lsn = visible, high
+        return rows
+
     def _fill_window(self, chunk_id: str) -> bool:
         while self._state.queue:
             head = self._state.queue[0]
@@ -351,7 +385,7 @@ class IncrementalSnapshotter:
                     continue
                 started = time.monotonic()
                 lower = self._chunk_end
-                rows = self._source.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+                rows = self._select(prepared, lower)
                 runtime = self._runtime.setdefault(head.table, _Runtime())
                 runtime.chunks += 1
                 runtime.chunk_seconds = time.monotonic() - started

@@ -31,6 +31,33 @@ from signaller.sources.postgres.reader import MESSAGE_PREFIX
 SESSION_SETUP = "SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SET bytea_output = 'hex'"
 
 
+@dataclass(frozen=True)
+class VisibleSnapshot:
+    """``pg_current_snapshot()``: ``xmin:xmax:xip,...`` (64-bit transaction ids)."""
+
+    xmin: int
+    xmax: int
+    xip: frozenset[int]
+
+    @classmethod
+    def parse(cls, text: str) -> VisibleSnapshot:
+        xmin, xmax, xip = text.split(":")
+        return cls(int(xmin), int(xmax), frozenset(int(x) for x in xip.split(",") if x))
+
+    def widen(self, xid32: int) -> int:
+        """A 32-bit xid from the log as the 64-bit xid nearest below ``xmax``'s epoch."""
+        epoch = self.xmax >> 32
+        candidate = (epoch << 32) | xid32
+        if candidate > self.xmax + (1 << 31):
+            candidate -= 1 << 32
+        return candidate
+
+    def sees(self, xid32: int) -> bool:
+        """Whether the snapshot saw the effects of transaction ``xid32`` (committed before it)."""
+        xid = self.widen(xid32)
+        return xid < self.xmin or (xid < self.xmax and xid not in self.xip)
+
+
 class ChunkQueryError(SnapshotError):
     """A max-key or chunk query failed (Debezium's ``SQL_EXCEPTION`` status)."""
 
@@ -153,6 +180,34 @@ class PostgresChunkSource:
             return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, params)
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
+
+    def read_chunk_visible(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                           limit: int) -> tuple[list[tuple[str | None, ...]], VisibleSnapshot, int]:
+        """Read-only watermarking: the chunk, the MVCC snapshot it was read with, and a WAL
+        position (the high watermark) taken after the read, from one REPEATABLE READ transaction.
+        Nothing is written."""
+        sql, params = chunk_query(table, lower, upper, limit)
+        try:
+            cur = self._cursor()
+            try:
+                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur.execute("SELECT pg_current_snapshot()::text")
+                snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
+                cur.execute(sql, params)
+                rows = list(cur.fetchall())
+                cur.execute("COMMIT")
+                cur.execute("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                            "ELSE pg_current_wal_lsn() END)::text")
+                from signaller.model import parse_lsn
+
+                high = parse_lsn(cur.fetchone()[0])
+            finally:
+                cur.close()
+        except psycopg2.Error as exc:
+            with contextlib.suppress(Exception):
+                self._conn.rollback()
+            raise ChunkQueryError(str(translate(exc, f"reading a chunk of {table.schema}.{table.name}"))) from exc
+        return rows, snapshot, high
 
     # -- watermarks -----------------------------------------------------------------------
     def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
