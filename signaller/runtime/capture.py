@@ -33,6 +33,7 @@ from signaller.sinks.serde.json_converter import (
     transaction_key,
 )
 from signaller.sources.postgres.catalog import Catalog
+from signaller.api.metrics import MetricsRegistry
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
 from signaller.sources.postgres.reader import (
@@ -112,9 +113,12 @@ class CaptureLoop:
     """
 
     def __init__(self, config: SignallerConfig, store: OffsetStore | None = None,
-                 on_change: Callable[[Change], None] | None = None, control: SidecarControl | None = None) -> None:
+                 on_change: Callable[[Change], None] | None = None, control: SidecarControl | None = None,
+                 metrics: MetricsRegistry | None = None) -> None:
         self.config = config
         self.control = control
+        self.metrics = metrics
+        self._event_counts: dict[tuple[str, str], int] = {}
         self.store = store or open_store(config)
         self.stats = CaptureStats()
         self._stopping = False
@@ -238,6 +242,9 @@ class CaptureLoop:
         if event.op is Op.DELETE and self.config.tombstones_on_delete:
             sink.send(topic, key, None)
         self.stats.events += 1
+        if self.metrics is not None:
+            counter = (str(event.table), event.op.value)
+            self._event_counts[counter] = self._event_counts.get(counter, 0) + 1
         if self._on_change is not None:
             self._on_change(change)
 
@@ -268,6 +275,12 @@ class CaptureLoop:
     _snapshots: Any = None
 
     def _publish_status(self, snapshots: Any) -> None:
+        if self.metrics is not None:
+            for (table, op), count in self._event_counts.items():
+                self.metrics.count_events(table, op, count)
+            self._event_counts.clear()
+            if self.stats.last_commit_ts_us:
+                self.metrics.acknowledged(self.stats.committed_lsn, self.stats.last_commit_ts_us / 1e6)
         if self.control is None:
             return
         base = SidecarStatus(streaming=True, committed_lsn=self.stats.committed_lsn, events=self.stats.events)

@@ -25,8 +25,10 @@ HEALTHY_AFTER_S = 60.0
 class Supervisor:
     """Runs ``session_factory().run()`` until stopped; see the module docstring."""
 
-    def __init__(self, session_factory: Callable[[], object]) -> None:
+    def __init__(self, session_factory: Callable[[], object],
+                 on_error: Callable[[str], None] | None = None) -> None:
         self._factory = session_factory
+        self._on_error = on_error
         self._stop = threading.Event()
         self._session: object | None = None
 
@@ -52,9 +54,13 @@ class Supervisor:
                     return 0
             except Exception as exc:
                 if not is_transient(exc):
+                    if self._on_error is not None:
+                        self._on_error(str(exc))
                     kind = "error" if isinstance(exc, SignallerError) else "unexpected error"
                     log.error("stopping on %s: %s", kind, exc, exc_info=not isinstance(exc, SignallerError))
                     return 1
+                if self._on_error is not None:
+                    self._on_error(str(exc))
                 if time.monotonic() - started > HEALTHY_AFTER_S:
                     backoff = INITIAL_BACKOFF_S
                 log.warning("retrying in %.0fs after: %s", backoff, exc)

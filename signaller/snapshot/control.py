@@ -83,6 +83,13 @@ class SidecarControl:
             return self._status
 
     # -- called by the capture loop -------------------------------------------------------
+    def report_error(self, error: str) -> None:
+        """The capture session failed: ``/health`` reports it until the next ``publish``."""
+        from dataclasses import replace
+
+        with self._lock:
+            self._status = replace(self._status, streaming=False, last_error=error)
+
     def publish(self, status: SidecarStatus) -> None:
         with self._lock:
             self._status = status

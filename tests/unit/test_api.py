@@ -1,0 +1,496 @@
+"""signaller.api: the HTTP API over a SidecarControl, driven in-process through httpx's ASGI transport.
+
+``FakeLoop`` plays the capture loop: a thread draining the control's queue and resolving each
+future (accept, or reject with a reason); the other test modules of the API reuse it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from signaller.api import MetricsRegistry, create_app
+from signaller.api.app import ANSWER_TIMEOUT_S, MAX_SIGNAL_BYTES, UNAUTHORIZED, iso_utc, progress_of
+from signaller.errors import ConfigError, SignalError
+from signaller.signals.model import Signal, SignalOutcome
+from signaller.signals.parsing import parse_action, signal_from_json
+from signaller.snapshot.control import SidecarControl, SidecarStatus, TableProgress
+
+pytestmark = pytest.mark.unit
+
+TOKEN = "tok-3b1e-never-logged"
+MISSING_TABLE = "public.missing"
+MISSING_REASON = "table public.missing is not captured (no such table, or excluded by table.include.list)"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "signal.schema.json"
+
+
+class FakeLoop:
+    """The capture loop's side of a ``SidecarControl``, on a thread.
+
+    Accepts every signal except an ``execute-snapshot`` naming ``MISSING_TABLE`` (rejected with
+    ``MISSING_REASON``) and every chunk size except those in ``refused_sizes``. While ``silent`` it
+    leaves the futures pending (as a stuck loop would); ``received`` lists what was submitted.
+    """
+
+    def __init__(self, control: SidecarControl, refused_sizes: frozenset[int] = frozenset()) -> None:
+        self.control = control
+        self.refused_sizes = refused_sizes
+        self.silent = False
+        self.received: list[Signal | int] = []
+        self.pending: list[tuple[Signal | int, Future[SignalOutcome]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="fake-capture-loop", daemon=True)
+
+    def __enter__(self) -> FakeLoop:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            self.pending.extend(self.control.drain())
+            if not self.silent:
+                for item, future in self.pending:
+                    self.received.append(item)
+                    future.set_result(self.outcome(item))
+                self.pending.clear()
+            time.sleep(0.002)
+
+    def outcome(self, item: Signal | int) -> SignalOutcome:
+        if isinstance(item, int):
+            if item in self.refused_sizes:
+                return SignalOutcome("", False, f"chunk size {item} refused by the engine")
+            return SignalOutcome("", True)
+        if MISSING_TABLE in item.data.get("data-collections", ()):
+            return SignalOutcome(item.id, False, MISSING_REASON)
+        return SignalOutcome(item.id, True)
+
+
+@pytest.fixture
+def control() -> SidecarControl:
+    return SidecarControl()
+
+
+@pytest.fixture
+def loop(control: SidecarControl) -> Iterator[FakeLoop]:
+    with FakeLoop(control, refused_sizes=frozenset({4242})) as fake:
+        yield fake
+
+
+@pytest.fixture
+def metrics() -> MetricsRegistry:
+    return MetricsRegistry()
+
+
+@pytest.fixture
+def app(control: SidecarControl, metrics: MetricsRegistry) -> FastAPI:
+    return create_app(control, token=None, metrics=metrics)
+
+
+def call(app: FastAPI, method: str, path: str, *, token: str | None = None,
+         headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
+    """One request through the ASGI transport (no socket), in a fresh event loop."""
+    all_headers = dict(headers or {})
+    if token is not None:
+        all_headers["Authorization"] = f"Bearer {token}"
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://signaller.test") as client:
+            return await client.request(method, path, headers=all_headers, **kwargs)
+
+    return asyncio.run(send())
+
+
+def parser_reason(raw: str) -> str:
+    """What ``signals.parsing`` says about ``raw`` as an HTTP signal (it must reject it)."""
+    try:
+        parse_action(signal_from_json(raw, channel="http"))
+    except SignalError as exc:
+        return exc.reason
+    raise AssertionError(f"the parser accepted {raw!r}")
+
+
+def sample(metrics: MetricsRegistry, name: str, **labels: str) -> float | None:
+    value: float | None = metrics.registry.get_sample_value(name, labels)
+    return value
+
+
+EXECUTE = {"id": "req-1", "type": "execute-snapshot",
+           "data": {"data-collections": ["public\\.orders"], "type": "incremental",
+                    "additional-conditions": [{"data-collection": "public\\.orders", "filter": "id > 10"}]}}
+
+
+# -- POST /signals -------------------------------------------------------------------------------------------
+
+
+def test_accepted_signal_is_submitted_and_answered_202(app: FastAPI, loop: FakeLoop, metrics: MetricsRegistry) -> None:
+    response = call(app, "POST", "/signals", json=EXECUTE)
+
+    assert response.status_code == 202
+    assert response.json() == {"id": "req-1", "status": "accepted"}
+    [signal] = loop.received
+    assert isinstance(signal, Signal)
+    assert (signal.id, signal.type, signal.channel) == ("req-1", "execute-snapshot", "http")
+    assert signal.data == EXECUTE["data"]
+    assert sample(metrics, "signaller_signals_total", channel="http", outcome="accepted") == 1.0
+
+
+@pytest.mark.parametrize("kind", ["pause-snapshot", "resume-snapshot"])
+def test_signals_without_data_fields_are_accepted(app: FastAPI, loop: FakeLoop, kind: str) -> None:
+    response = call(app, "POST", "/signals", json={"id": "p-1", "type": kind, "data": {}})
+    assert (response.status_code, response.json()) == (202, {"id": "p-1", "status": "accepted"})
+
+
+@pytest.mark.parametrize(("raw", "status"), [
+    pytest.param('{"id": "x", "type": ', 400, id="bad-json"),
+    pytest.param("", 400, id="empty-body"),
+    pytest.param('["execute-snapshot"]', 422, id="not-an-object"),
+    pytest.param('{"id": "x", "type": "explode", "data": {}}', 422, id="unknown-type"),
+    pytest.param('{"id": "x", "type": "Execute-Snapshot", "data": {}}', 422, id="type-is-case-sensitive"),
+    pytest.param('{"id": "x", "type": "log", "data": "{\\"message\\": \\"hi\\"}"}', 422, id="data-not-an-object"),
+    pytest.param('{"id": "x", "type": "log", "data": [1]}', 422, id="data-an-array"),
+    pytest.param('{"id": "x", "type": "execute-snapshot", "data": {}}', 422, id="missing-data-collections"),
+    pytest.param('{"id": "x", "type": "execute-snapshot", "data": {"data-collections": []}}', 422,
+                 id="empty-data-collections"),
+    pytest.param('{"id": "x", "type": "execute-snapshot", "data": {"data-collections": ["public.t"], '
+                 '"type": "sideways"}}', 422, id="bad-snapshot-type"),
+    pytest.param('{"type": "pause-snapshot", "data": {}}', 422, id="missing-id"),
+    pytest.param('{"id": "w-open", "type": "snapshot-window-open", "data": {}}', 422, id="watermark-over-http"),
+])
+def test_invalid_signals_are_answered_with_the_parser_reason(
+    app: FastAPI, loop: FakeLoop, metrics: MetricsRegistry, raw: str, status: int,
+) -> None:
+    response = call(app, "POST", "/signals", content=raw.encode(), headers={"Content-Type": "application/json"})
+
+    assert response.status_code == status
+    assert response.json() == {"error": parser_reason(raw)}
+    assert loop.received == []
+    assert sample(metrics, "signaller_signals_total", channel="http", outcome="invalid") == 1.0
+
+
+def test_body_that_is_not_utf8_is_a_400(app: FastAPI, loop: FakeLoop) -> None:
+    response = call(app, "POST", "/signals", content=b'{"id": "\xff"}')
+    assert (response.status_code, response.json()) == (400, {"error": "the body is not UTF-8 text"})
+
+
+def test_oversized_body_is_a_413_and_never_parsed(app: FastAPI, loop: FakeLoop) -> None:
+    response = call(app, "POST", "/signals", content=b" " * (MAX_SIGNAL_BYTES + 1))
+    assert response.status_code == 413
+    assert response.json() == {"error": f"the signal is larger than {MAX_SIGNAL_BYTES} bytes"}
+    assert loop.received == []
+
+
+def test_engine_rejection_passes_the_reason_and_id_through(
+    app: FastAPI, loop: FakeLoop, metrics: MetricsRegistry,
+) -> None:
+    signal = {"id": "req-2", "type": "execute-snapshot", "data": {"data-collections": [MISSING_TABLE]}}
+
+    response = call(app, "POST", "/signals", json=signal)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": MISSING_REASON, "id": "req-2"}
+    assert sample(metrics, "signaller_signals_total", channel="http", outcome="rejected") == 1.0
+
+
+def test_signal_error_raised_by_the_loop_is_a_rejection(control: SidecarControl, app: FastAPI) -> None:
+    def raise_from_loop() -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            for _item, future in control.drain():
+                future.set_exception(SignalError("filter: unsafe SQL (a semicolon)"))
+                return
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=raise_from_loop)
+    thread.start()
+    response = call(app, "POST", "/signals", json=EXECUTE)
+    thread.join()
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "filter: unsafe SQL (a semicolon)", "id": "req-1"}
+
+
+def test_silent_loop_is_a_503_and_the_pending_future_stays_resolvable(
+    control: SidecarControl, metrics: MetricsRegistry,
+) -> None:
+    app = create_app(control, token=None, metrics=metrics, answer_timeout_s=0.2)
+    with FakeLoop(control) as loop:
+        loop.silent = True
+        response = call(app, "POST", "/signals", json=EXECUTE)
+        assert response.status_code == 503
+        assert response.json() == {"error": "the sidecar did not answer within 0.2 s"}
+        # The request gave up, but the loop's future was not cancelled: answering it later must work.
+        [(_, future)] = loop.pending
+        assert not future.cancelled()
+        loop.silent = False
+        assert future.result(timeout=5).accepted
+    assert sample(metrics, "signaller_signals_total", channel="http", outcome="timeout") == 1.0
+
+
+def test_default_answer_timeout_is_30_seconds() -> None:
+    assert ANSWER_TIMEOUT_S == 30.0
+    assert f"the sidecar did not answer within {ANSWER_TIMEOUT_S:g} s" == "the sidecar did not answer within 30 s"
+
+
+# -- authentication ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def secured(control: SidecarControl, metrics: MetricsRegistry) -> FastAPI:
+    return create_app(control, token=TOKEN, metrics=metrics)
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("POST", "/signals"), ("GET", "/snapshots"), ("PUT", "/snapshots/chunk-size"), ("GET", "/metrics"),
+    ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/no-such-route"),
+])
+@pytest.mark.parametrize("authorization", [None, f"Bearer {TOKEN}x", f"Bearer {TOKEN[:-1]}", f"Basic {TOKEN}",
+                                           TOKEN, "Bearer "])
+def test_routes_need_the_bearer_token(
+    secured: FastAPI, loop: FakeLoop, method: str, path: str, authorization: str | None,
+) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    response = call(secured, method, path, headers=headers, json=EXECUTE if method != "GET" else None)
+
+    assert response.status_code == 401
+    assert response.json() == {"error": UNAUTHORIZED}
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert loop.received == []
+
+
+def test_right_token_is_let_through(secured: FastAPI, loop: FakeLoop) -> None:
+    assert call(secured, "POST", "/signals", token=TOKEN, json=EXECUTE).status_code == 202
+    assert call(secured, "GET", "/snapshots", token=TOKEN).status_code == 200
+    assert call(secured, "GET", "/metrics", token=TOKEN).status_code == 200
+    assert call(secured, "GET", "/openapi.json", token=TOKEN).status_code == 200
+    # The scheme is case-insensitive (RFC 7235).
+    assert call(secured, "GET", "/snapshots", headers={"Authorization": f"bearer {TOKEN}"}).status_code == 200
+
+
+def test_health_is_open_even_with_a_token(secured: FastAPI) -> None:
+    response = call(secured, "GET", "/health")
+    assert response.status_code == 503
+    assert response.json()["status"] == "starting"
+
+
+def test_no_token_means_no_authentication(app: FastAPI, loop: FakeLoop) -> None:
+    assert call(app, "GET", "/snapshots").status_code == 200
+    assert call(app, "GET", "/snapshots", headers={"Authorization": "Bearer whatever"}).status_code == 200
+
+
+def test_empty_token_is_refused(control: SidecarControl, metrics: MetricsRegistry) -> None:
+    with pytest.raises(ConfigError, match=r"signaller\.http\.token"):
+        create_app(control, token="", metrics=metrics)
+
+
+# -- GET /snapshots ------------------------------------------------------------------------------------------
+
+STARTED = 1787392800.123  # 2026-08-22T10:00:00.123Z
+
+
+def test_snapshots_reports_every_table(control: SidecarControl, app: FastAPI) -> None:
+    control.publish(SidecarStatus(
+        running=True, paused=False, chunk_size=512, correlation_id="req-9",
+        tables=(
+            TableProgress("public.orders", "running", rows_emitted=50, estimated_rows=200, chunk_from="100",
+                          chunk_to="150", maximum_key="9999", started_at=STARTED, correlation_id="req-9",
+                          filter="(id > 10)"),
+            TableProgress("public.lines", "completed", rows_emitted=300, estimated_rows=200, status="SUCCEEDED",
+                          started_at=STARTED, ended_at=STARTED + 61.5, correlation_id="req-8"),
+            TableProgress("public.fresh", "queued", estimated_rows=None),
+            TableProgress("public.empty", "skipped", estimated_rows=0, status="EMPTY"),
+        ),
+    ))
+
+    response = call(app, "GET", "/snapshots")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert {key: body[key] for key in ("running", "paused", "chunk_size", "correlation_id")} == {
+        "running": True, "paused": False, "chunk_size": 512, "correlation_id": "req-9"}
+    orders, lines, fresh, empty = body["tables"]
+    assert orders == {
+        "table": "public.orders", "state": "running", "rows_emitted": 50, "estimated_rows": 200, "progress": 0.25,
+        "chunk_from": "100", "chunk_to": "150", "maximum_key": "9999", "status": None,
+        "started_at": "2026-08-22T10:00:00.123Z", "ended_at": None, "correlation_id": "req-9", "filter": "(id > 10)",
+    }
+    assert lines["progress"] == 1.0  # more rows than the estimate: clipped
+    assert (lines["status"], lines["ended_at"]) == ("SUCCEEDED", "2026-08-22T10:01:01.623Z")
+    assert fresh["progress"] is None and fresh["rows_emitted"] == 0 and fresh["chunk_from"] is None
+    assert empty["progress"] is None  # estimate 0: no ratio
+
+
+def test_progress_and_times_helpers() -> None:
+    assert progress_of(0, 10) == 0.0
+    assert progress_of(5, 10) == 0.5
+    assert progress_of(11, 10) == 1.0
+    assert progress_of(-1, 10) == 0.0
+    assert progress_of(5, None) is None
+    assert progress_of(5, -1) is None
+    assert iso_utc(None) is None
+    assert iso_utc(0) == "1970-01-01T00:00:00.000Z"
+
+
+# -- PUT /snapshots/chunk-size -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 2048, 1_000_000])
+def test_chunk_size_is_handed_to_the_loop(app: FastAPI, loop: FakeLoop, size: int) -> None:
+    response = call(app, "PUT", "/snapshots/chunk-size", json={"chunk_size": size})
+    assert (response.status_code, response.json()) == (200, {"chunk_size": size})
+    assert loop.received == [size]
+
+
+@pytest.mark.parametrize("body", [
+    {"chunk_size": 0}, {"chunk_size": -5}, {"chunk_size": 1_000_001}, {"chunk_size": "1024"}, {"chunk_size": 10.5},
+    {"chunk_size": True}, {"chunk_size": None}, {}, {"chunk_size": 10, "extra": 1}, [1024],
+])
+def test_invalid_chunk_size_is_a_400(app: FastAPI, loop: FakeLoop, body: object) -> None:
+    response = call(app, "PUT", "/snapshots/chunk-size", json=body)
+    assert response.status_code == 400
+    assert set(response.json()) == {"error"}
+    assert response.json()["error"]
+    assert loop.received == []
+
+
+def test_chunk_size_out_of_range_names_the_field(app: FastAPI, loop: FakeLoop) -> None:
+    response = call(app, "PUT", "/snapshots/chunk-size", json={"chunk_size": 0})
+    assert response.json() == {"error": "chunk_size: Input should be greater than or equal to 1"}
+
+
+def test_chunk_size_refused_by_the_loop_is_a_400(app: FastAPI, loop: FakeLoop) -> None:
+    response = call(app, "PUT", "/snapshots/chunk-size", json={"chunk_size": 4242})
+    assert (response.status_code, response.json()) == (400, {"error": "chunk size 4242 refused by the engine"})
+
+
+# -- GET /health ---------------------------------------------------------------------------------------------
+
+
+def test_health_ok_while_streaming(control: SidecarControl, app: FastAPI) -> None:
+    control.publish(SidecarStatus(streaming=True, committed_lsn=0x1_016B3748, events=42))
+    response = call(app, "GET", "/health")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "streaming": True, "committed_lsn": "1/16B3748", "events": 42,
+                               "last_error": None}
+
+
+def test_health_starting_and_error_are_503(control: SidecarControl, app: FastAPI) -> None:
+    response = call(app, "GET", "/health")
+    assert (response.status_code, response.json()["status"], response.json()["committed_lsn"]) == (503, "starting",
+                                                                                                     "0/0")
+    control.publish(SidecarStatus(streaming=False, last_error="replication slot is active for PID 4711"))
+    response = call(app, "GET", "/health")
+    assert response.status_code == 503
+    assert response.json() == {"status": "error", "streaming": False, "committed_lsn": "0/0", "events": 0,
+                               "last_error": "replication slot is active for PID 4711"}
+
+
+# -- GET /metrics and MetricsRegistry ------------------------------------------------------------------------
+
+METRIC_NAMES = ("signaller_events_total", "signaller_snapshot_rows_total", "signaller_signals_total",
+                "signaller_committed_lsn", "signaller_streaming_lag_seconds", "signaller_kafka_in_flight",
+                "signaller_snapshot_chunk_seconds")
+
+
+def test_metrics_route_exposes_every_metric(app: FastAPI, metrics: MetricsRegistry) -> None:
+    metrics.count_events("public.orders", "c", 3)
+    metrics.count_snapshot_rows("public.orders", 1024)
+    metrics.acknowledged(0x16B3748, commit_time=100.0, now=102.5)
+    metrics.set_kafka_in_flight(7)
+    metrics.observe_chunk(0.3)
+
+    response = call(app, "GET", "/metrics")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    text = response.text
+    for name in METRIC_NAMES:
+        assert f"# TYPE {name.removesuffix('_total')}" in text, name
+    assert 'signaller_events_total{op="c",table="public.orders"} 3.0' in text
+    assert "signaller_streaming_lag_seconds 2.5" in text
+    assert "signaller_snapshot_chunk_seconds_count 1.0" in text
+
+
+def test_metrics_registry_counts_batches_and_is_isolated() -> None:
+    first, second = MetricsRegistry(), MetricsRegistry()
+    for _ in range(3):
+        first.count_events("public.t", "u", 10)
+    first.count_events("public.t", "d")
+    first.count_snapshot_rows("public.t", 5)
+    first.count_signal("kafka", "accepted")
+    first.set_committed_lsn(123)
+    first.set_streaming_lag(commit_time=50.0, now=40.0)  # clock skew: never negative
+
+    assert sample(first, "signaller_events_total", table="public.t", op="u") == 30.0
+    assert sample(first, "signaller_events_total", table="public.t", op="d") == 1.0
+    assert sample(first, "signaller_snapshot_rows_total", table="public.t") == 5.0
+    assert sample(first, "signaller_signals_total", channel="kafka", outcome="accepted") == 1.0
+    assert sample(first, "signaller_committed_lsn") == 123.0
+    assert sample(first, "signaller_streaming_lag_seconds") == 0.0
+    assert sample(second, "signaller_events_total", table="public.t", op="u") is None
+    assert b"signaller_events_total" in first.render()
+
+
+# -- OpenAPI -------------------------------------------------------------------------------------------------
+
+
+def test_openapi_lists_the_routes_and_documents_the_bodies(app: FastAPI) -> None:
+    response = call(app, "GET", "/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["info"]["title"] == "signaller"
+    paths = document["paths"]
+    assert {path: sorted(methods) for path, methods in paths.items()} == {
+        "/signals": ["post"], "/snapshots": ["get"], "/snapshots/chunk-size": ["put"], "/health": ["get"],
+        "/metrics": ["get"],
+    }
+    signals = paths["/signals"]["post"]
+    assert signals["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/SignalRequest"}
+    assert {"202", "400", "401", "422", "503"} <= set(signals["responses"])
+    assert "422" not in paths["/snapshots/chunk-size"]["put"]["responses"]  # validation errors are 400s
+    schemas = document["components"]["schemas"]
+    for name in ("SignalRequest", "SignalAccepted", "ErrorBody", "SnapshotsBody", "TableProgressBody", "ChunkSize",
+                 "HealthBody"):
+        assert name in schemas, name
+    assert set(schemas["TableProgressBody"]["properties"]) == {
+        "table", "state", "rows_emitted", "estimated_rows", "progress", "chunk_from", "chunk_to", "maximum_key",
+        "status", "started_at", "ended_at", "correlation_id", "filter"}
+    assert call(app, "GET", "/docs").status_code == 200
+
+
+def test_request_body_schema_mirrors_signal_schema_json(app: FastAPI) -> None:
+    reference = json.loads(SCHEMA_FILE.read_text())
+    schemas = call(app, "GET", "/openapi.json").json()["components"]["schemas"]
+    request = schemas["SignalRequest"]
+
+    assert sorted(request["required"]) == sorted(reference["required"])
+    assert set(request["properties"]) == set(reference["properties"])
+    assert request["properties"]["type"]["enum"] == reference["properties"]["type"]["enum"]
+    for ours, theirs in (("ExecuteSnapshotData", "executeSnapshotData"), ("StopSnapshotData", "stopSnapshotData"),
+                         ("LogData", "logData"), ("AdditionalCondition", "additionalCondition")):
+        definition = reference["$defs"][theirs]
+        assert set(schemas[ours]["properties"]) == set(definition["properties"]), ours
+        assert sorted(schemas[ours].get("required", [])) == sorted(definition.get("required", [])), ours
+    snapshot_type = schemas["ExecuteSnapshotData"]["properties"]["type"]["anyOf"][0]["pattern"]
+    assert snapshot_type == reference["$defs"]["snapshotType"]["pattern"]
+
+
+def test_documented_examples_are_accepted_by_the_parser(app: FastAPI) -> None:
+    request = call(app, "GET", "/openapi.json").json()["components"]["schemas"]["SignalRequest"]
+    for example in request["examples"]:
+        parse_action(signal_from_json(json.dumps(example), channel="http"))
