@@ -1,0 +1,143 @@
+"""The ``kafka`` signal channel: Debezium's ``KafkaSignalChannel`` with positions kept by the caller.
+
+Like Debezium: the consumer is ``assign()``-ed to partition 0 of ``signal.kafka.topic`` (other
+partitions are never read), records whose key is not exactly ``topic.prefix`` are skipped (logged at
+INFO) so several connectors can share one topic, empty values (tombstones) are skipped, the value is
+``{"id": ..., "type": ..., "data": {...}}`` with ``id`` optional (a UUID is generated) and ``data`` a
+nested JSON object. Consumer settings are ``SignallerConfig.signal_consumer_config()``
+(``signal.consumer.*`` included).
+
+Unlike Debezium: offsets are not auto-committed to the consumer group. The caller stores the offset of
+the last applied signal with its own durable state and passes it back as ``start_after``, so a crash
+can neither lose a signal nor apply one twice (Debezium's auto-commit is at-least-once). A record that
+cannot be parsed becomes a ``SignalRecordError`` entry naming its offset instead of being only logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from signaller.config import SignallerConfig
+from signaller.errors import SignalError, TransientSinkError
+from signaller.signals.channels import SignalRecordError
+from signaller.signals.model import Signal
+from signaller.signals.parsing import signal_from_json
+
+__all__ = ["MAX_RECORDS_PER_READ", "KafkaSignalChannel"]
+
+log = logging.getLogger(__name__)
+
+MAX_RECORDS_PER_READ = 100
+"""At most this many records are consumed by one ``read()``; the rest wait for the next call."""
+
+_PARTITION = 0
+_ADMIN_TIMEOUT_S = 30.0
+# librdkafka consumer-only settings, dropped from the admin client's configuration.
+_CONSUMER_ONLY = ("group.", "enable.auto.", "auto.", "session.timeout.ms", "fetch.", "heartbeat.interval.ms",
+                  "max.poll.interval.ms", "partition.assignment.strategy", "isolation.level", "check.crcs",
+                  "queued.", "max.partition.fetch.bytes", "consume.callback.max.messages", "enable.partition.eof")
+
+
+class KafkaSignalChannel:
+    """Reads signals from partition 0 of ``config.signal_kafka_topic``, after offset ``start_after``.
+
+    ``start_after`` is the offset of the last record the caller applied (None: read from the
+    beginning). The topic is created with one partition if it does not exist (replication factor
+    ``topic.creation.default.replication.factor``). Raises ``TransientSinkError`` if the brokers cannot
+    be reached to check or create the topic.
+    """
+
+    def __init__(self, config: SignallerConfig, start_after: int | None) -> None:
+        self.topic = config.signal_kafka_topic
+        self.key = config.topic_prefix.encode("utf-8")
+        consumer_config: dict[str, Any] = dict(config.signal_consumer_config())
+        self._ensure_topic(config, consumer_config)
+        consumer_config["enable.auto.commit"] = False
+        consumer_config["enable.auto.offset.store"] = False
+        self._consumer: Consumer | None = Consumer(consumer_config)
+        start = OFFSET_BEGINNING if start_after is None else start_after + 1
+        self._consumer.assign([TopicPartition(self.topic, _PARTITION, start)])
+        log.info("kafka signal channel: topic %s partition %d, starting %s", self.topic, _PARTITION,
+                 "at the beginning" if start_after is None else f"after offset {start_after}")
+
+    def read(self) -> list[Signal | SignalError]:
+        """The records available now (at most ``MAX_RECORDS_PER_READ``), in offset order, without waiting.
+
+        Each ``Signal`` has ``position`` = its offset and ``channel`` = ``"kafka"``. A value that is not a
+        valid signal envelope gives a ``SignalRecordError`` (``position`` = its offset) in its place.
+        Records with another key, and empty values, are skipped. Consumer errors are logged, not raised.
+        """
+        consumer = self._consumer
+        if consumer is None:
+            return []
+        out: list[Signal | SignalError] = []
+        for _ in range(MAX_RECORDS_PER_READ):
+            message = consumer.poll(0)
+            if message is None:
+                break
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    log.warning("kafka signal channel: consumer error on %s: %s", self.topic, error)
+                break
+            offset = message.offset()
+            entry = self._record(message.key(), message.value(), -1 if offset is None else offset)
+            if entry is not None:
+                out.append(entry)
+        return out
+
+    def _record(self, key: bytes | None, value: bytes | None, offset: int) -> Signal | SignalError | None:
+        if key != self.key:
+            log.info("kafka signal channel: skipping %s offset %d: key %r is not topic.prefix %r",
+                     self.topic, offset, key, self.key.decode("utf-8"))
+            return None
+        if not value:
+            log.info("kafka signal channel: skipping %s offset %d: empty value", self.topic, offset)
+            return None
+        try:
+            return signal_from_json(value, "kafka", position=offset)
+        except SignalError as exc:
+            log.warning("kafka signal channel: %s offset %d is not a valid signal: %s", self.topic, offset, exc.reason)
+            return SignalRecordError(f"kafka record {self.topic}[{_PARTITION}] offset {offset}: {exc.reason}",
+                                     exc.signal_id, position=offset)
+
+    def close(self) -> None:
+        """Close the consumer (nothing is committed: positions belong to the caller). Idempotent."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
+
+    def _ensure_topic(self, config: SignallerConfig, consumer_config: dict[str, Any]) -> None:
+        admin_config = {name: value for name, value in consumer_config.items() if not name.startswith(_CONSUMER_ONLY)}
+        admin = AdminClient(admin_config)
+        try:
+            metadata = admin.list_topics(timeout=_ADMIN_TIMEOUT_S)
+            existing = metadata.topics.get(self.topic)
+            if existing is not None and existing.error is None:
+                if len(existing.partitions) > 1:
+                    log.warning("kafka signal channel: %s has %d partitions; only partition 0 is read",
+                                self.topic, len(existing.partitions))
+                return
+            replicas = config.topic_creation_default_replication_factor
+            futures = admin.create_topics([NewTopic(self.topic, num_partitions=1, replication_factor=replicas)],
+                                          operation_timeout=_ADMIN_TIMEOUT_S)
+            for future in futures.values():
+                try:
+                    future.result(_ADMIN_TIMEOUT_S)
+                except KafkaException as exc:
+                    if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
+                        continue
+                    raise
+            log.info("kafka signal channel: created topic %s with 1 partition", self.topic)
+        except KafkaException as exc:
+            raise TransientSinkError(f"signal topic {self.topic}: cannot check or create it: {exc}") from exc
+
+    def __enter__(self) -> KafkaSignalChannel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
