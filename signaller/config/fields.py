@@ -190,7 +190,8 @@ PROPERTIES: tuple[Prop, ...] = (
     # --- Kafka Connect connector envelope -----------------------------------------------------------
     supported("connector.class", Kind.STR, PG_CONNECTOR, "Must name Debezium's PostgreSQL connector.",
               check=p.one_of(PG_CONNECTOR, reason="signaller implements Debezium's PostgreSQL connector")),
-    *accepted("Kafka Connect's connector name; signaller runs one connector per process", "name"),
+    *accepted("Kafka Connect's connector name; signaller runs one connector per process and uses the name "
+              "only to key its offsets in a Kafka offsets topic, as Connect does", "name"),
     *accepted("Debezium's PostgreSQL connector always runs a single task", "tasks.max"),
     supported("key.converter", Kind.STR, JSON_CONVERTER, "Key format.", check=_json_converter_only),
     supported("value.converter", Kind.STR, JSON_CONVERTER, "Value format.", check=_json_converter_only),

@@ -18,6 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from signaller.api.metrics import MetricsRegistry
 from signaller.config import SignallerConfig
 from signaller.errors import SinkError, TerminalSinkError, TransientSinkError, TransientSourceError
 from signaller.model import Op, format_lsn
@@ -32,10 +33,9 @@ from signaller.sinks.serde.json_converter import (
     transaction_end_value,
     transaction_key,
 )
-from signaller.sources.postgres.catalog import Catalog
-from signaller.api.metrics import MetricsRegistry
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
+from signaller.sources.postgres.catalog import Catalog
 from signaller.sources.postgres.reader import (
     Change,
     LogicalMessage,

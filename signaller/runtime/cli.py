@@ -41,12 +41,11 @@ def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connec
     """Run the sidecar: capture changes and publish them to Kafka until SIGTERM."""
     import os
 
+    from signaller.api import MetricsRegistry, create_app, serve
     from signaller.config import load_config
     from signaller.runtime.capture import CaptureLoop
     from signaller.runtime.logging_setup import configure_logging
     from signaller.runtime.supervisor import Supervisor
-
-    from signaller.api import MetricsRegistry, create_app, serve
     from signaller.snapshot.control import SidecarControl
 
     configure_logging()

@@ -75,7 +75,8 @@ class SnapshotCoordinator:
             if data_tables:
                 patterns = tuple(_literal_pattern(t) for t in data_tables)
                 action = ExecuteSnapshot("initial-snapshot", patterns)
-                signal = Signal("initial-snapshot", "execute-snapshot", {"data-collections": list(patterns)}, "internal")
+                data = {"data-collections": list(patterns)}
+                signal = Signal("initial-snapshot", "execute-snapshot", data, "internal")
                 with self._adhoc_group():
                     outcome = self.engine.apply(signal, action)
                 log.info("snapshot.mode=%s: initial incremental snapshot of %d table(s): %s", mode, len(data_tables),
@@ -139,7 +140,8 @@ class SnapshotCoordinator:
             values = list(event.before.values())
             if not isinstance(values[0], str) or not values[0].endswith("-open"):
                 return
-            values = [values[0][: -len("open")] + "close", "snapshot-window-close", values[2] if len(values) > 2 else None]
+            data = values[2] if len(values) > 2 else None
+            values = [values[0][: -len("open")] + "close", "snapshot-window-close", data]
         else:
             return
         if len(values) != 3:
@@ -242,7 +244,8 @@ class SnapshotCoordinator:
             notes.log_notification(notification)
         if self._notification_topic is not None:
             schemas = self._config.value_converter_schemas_enable
-            self._sink.send(self._notification_topic, notification.key_bytes(schemas), notification.value_bytes(schemas))
+            key, value = notification.key_bytes(schemas), notification.value_bytes(schemas)
+            self._sink.send(self._notification_topic, key, value)
 
     def status(self, base: SidecarStatus) -> SidecarStatus:
         snapshot = self.engine.status()

@@ -49,6 +49,9 @@ class Supervisor:
             started = time.monotonic()
             try:
                 self._session = self._factory()
+                if self._stop.is_set():
+                    # stop() ran while the session was being built, so it could not reach it.
+                    return 0
                 self._session.run()  # type: ignore[attr-defined]
                 if self._stop.is_set():
                     return 0

@@ -1,5 +1,6 @@
 """Where offsets live: a file (atomic replace + fsync) or a compacted Kafka topic, the way Kafka
-Connect stores source offsets (key ``["<name>", {"server": "<topic.prefix>"}]``).
+Connect stores source offsets (key ``["<connector name>", {"server": "<topic.prefix>"}]``, the
+connector name being the ``name`` property, or the topic prefix when there is none).
 
 ``load()`` returns the last committed ``Offsets`` or None; ``commit()`` returns only once the
 record is durable (fsynced, or acknowledged by Kafka with acks=all). Both are safe to call
@@ -70,10 +71,13 @@ class KafkaOffsetStore:
     """Offsets as the newest record of one key in a compacted, single-partition topic."""
 
     def __init__(self, client_config: dict[str, Any], topic: str, name: str, server: str,
-                 replication: int = 1) -> None:
+                 replication: int = 1, fallback_names: tuple[str, ...] = ()) -> None:
         self._client = client_config
         self._topic = topic
         self._key = orjson.dumps([name, {"server": server}])
+        # Keys read (never written) when the topic has no record under ``_key``: the key earlier
+        # versions wrote (topic prefix as the name), so an upgrade resumes where it stopped.
+        self._fallback_keys = tuple(orjson.dumps([n, {"server": server}]) for n in fallback_names if n != name)
         self._replication = replication
         self._producer: Producer | None = None
 
@@ -104,7 +108,8 @@ class KafkaOffsetStore:
             if high <= low:
                 return None
             consumer.assign([TopicPartition(self._topic, 0, low)])
-            latest: bytes | None = None
+            wanted = (self._key, *self._fallback_keys)
+            latest: dict[bytes, bytes | None] = {}
             position = low
             while position < high:
                 msg = consumer.poll(5.0)
@@ -114,9 +119,11 @@ class KafkaOffsetStore:
                 if msg.error():
                     continue
                 position = (msg.offset() or 0) + 1
-                if msg.key() == self._key:
-                    latest = msg.value()
-            return None if latest is None else Offsets.from_json(latest, f"topic {self._topic}")
+                key = msg.key()
+                if key in wanted:
+                    latest[key] = msg.value()  # a null value (tombstone) clears the key, as in Connect
+            value = next((latest[key] for key in wanted if latest.get(key) is not None), None)
+            return None if value is None else Offsets.from_json(value, f"topic {self._topic}")
         finally:
             consumer.close()
 
@@ -142,7 +149,11 @@ def open_store(config: SignallerConfig) -> OffsetStore:
             msg = "offset.storage=file needs offset.storage.file.filename"
             raise StateError(msg)
         return FileOffsetStore(config.offset_storage_file_filename)
+    # Kafka Connect keys source offsets by the connector's ``name``; without one (a bare properties
+    # file) the topic prefix stands in, which is also the key earlier versions wrote.
+    name = (config.get("name") or "").strip() or config.topic_prefix
     return KafkaOffsetStore(
-        config.kafka_client_config(), config.offset_storage_topic, name=config.topic_prefix,
+        config.kafka_client_config(), config.offset_storage_topic, name=name,
         server=config.topic_prefix, replication=config.topic_creation_default_replication_factor,
+        fallback_names=(config.topic_prefix,),
     )
