@@ -205,7 +205,9 @@ class BatchApplier:
             latest = latest.join(tombs, on=keys, how="left").where(
                 F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") > F.col("_tomb_seq"))
             ).drop("_tomb_seq")
-        latest = latest.persist()
+        # Materialize now: the plan reads the tombstone table, which the MERGE below changes. A lazy
+        # re-evaluation afterwards would see this batch's own new tombstones and drop its deletes.
+        latest = latest.localCheckpoint(eager=True)
         new_tombs = latest.where(F.col("_cdc_op") == "d").select(
             *key_cols, "_cdc_seq", F.current_timestamp().alias("_deleted_at")
         )
@@ -260,7 +262,6 @@ class BatchApplier:
             .whenNotMatchedInsert(condition="s._cdc_op != 'd'", values=insert)
             .execute()
         )
-        latest.unpersist()
 
     # -- dead letters ---------------------------------------------------------------------
     def _dead_letter(self, spark: Any, rows: Any, topic: str, reason: str, batch_id: int) -> None:

@@ -1,12 +1,14 @@
 """``make demo``: the whole path on the local stack, ending in a one-line verdict.
 
 1. start PostgreSQL, Kafka and Spark's jars (``Stack.up``);
-2. create ``public.demo_orders`` and start the sidecar (``signaller run``) on it;
-3. write: inserts, updates (including a primary-key change) and deletes, while it streams;
-4. wait until the sidecar's stored offset passes the last commit (Kafka acknowledged all);
-5. run the Spark apply job (``availableNow``) from the change topic into a Delta table;
-6. read the Delta table back, print it, and compare row count and content checksum with the
-   source table: ``DEMO OK ...`` or exit 1 with the reason.
+2. seed ``public.demo_orders`` with rows the sidecar will not stream (they predate it);
+3. start the sidecar (``signaller run``, ``snapshot.mode=no_data``) and the Spark apply job
+   (a streaming query MERGEing the change topic into Delta);
+4. write continuously (inserts, updates, primary-key changes, deletes) and, meanwhile, trigger an
+   incremental snapshot with ``POST /signals``, showing its progress from ``GET /snapshots``;
+5. stop writing, wait until Kafka acknowledged every change and Spark applied every record;
+6. compare the source table with the Delta table (row count and content checksum): print
+   ``DEMO OK ...`` or exit 1 with the reason.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg2
 from rich.console import Console
-from rich.table import Table
+from rich.progress import BarColumn, Progress, TextColumn
 
 from signaller.devstack.processes import stop_pid
 from signaller.devstack.settings import StackSettings
@@ -35,16 +39,11 @@ from signaller.model import parse_lsn
 console = Console()
 PREFIX = "demo"
 TABLE = "demo_orders"
+SLOT = "demo_slot"
 
 
 class DemoFailed(Exception):
     """The demo could not reach its verdict; the message says why."""
-
-
-def _sql(dsn: str, statements: list[str]) -> None:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        for statement in statements:
-            cur.execute(statement)
 
 
 def _fetch(cur: Any) -> tuple[Any, ...]:
@@ -70,23 +69,26 @@ def connector_config(settings: StackSettings, work: Path) -> dict[str, Any]:
             "database.user": settings.pg_user, "database.password": settings.pg_password,
             "database.dbname": settings.pg_db, "topic.prefix": PREFIX,
             "table.include.list": f"public.{TABLE}", "plugin.name": "pgoutput",
-            "slot.name": "demo_slot", "publication.name": "demo_pub", "publication.autocreate.mode": "filtered",
+            "slot.name": SLOT, "publication.name": "demo_pub", "publication.autocreate.mode": "filtered",
+            "snapshot.mode": "no_data", "incremental.snapshot.chunk.size": "2048",
             "bootstrap.servers": settings.bootstrap_servers,
             "offset.storage": "file", "offset.storage.file.filename": str(work / "offsets.json"),
-            "offset.flush.interval.ms": "200",
+            "offset.flush.interval.ms": "200", "signaller.http.port": _api(settings).rsplit(":", 1)[1],
+            "notification.enabled.channels": "log",
         },
     }
 
 
-def _reset(settings: StackSettings, work: Path) -> None:
-    dsn = settings.pg_dsn()
-    _sql(dsn, [
-        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'demo_slot'",
-        "DROP PUBLICATION IF EXISTS demo_pub",
-        f"DROP TABLE IF EXISTS {TABLE}",
-        f"CREATE TABLE {TABLE} (id int PRIMARY KEY, customer text NOT NULL, qty int, price numeric(10,2), "
-        "note text, updated timestamptz DEFAULT now())",
-    ])
+def _reset(settings: StackSettings, work: Path, rows: int) -> None:
+    with psycopg2.connect(settings.pg_dsn()) as conn, conn.cursor() as cur:
+        cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                    (SLOT,))
+        cur.execute("DROP PUBLICATION IF EXISTS demo_pub")
+        cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        cur.execute(f"CREATE TABLE {TABLE} (id int PRIMARY KEY, customer text NOT NULL, qty int, "
+                    "price numeric(10,2), note text, updated timestamptz DEFAULT now())")
+        cur.execute(f"INSERT INTO {TABLE} (id, customer, qty, price, note) SELECT g, 'customer-' || (g %% 37), "
+                    "1 + g %% 9, round((g %% 500)::numeric + 0.25, 2), 'seed' FROM generate_series(1, %s) g", (rows,))
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
@@ -109,9 +111,7 @@ def _start_sidecar(settings: StackSettings, work: Path) -> subprocess.Popen[byte
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        active = _one(settings.pg_dsn(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'demo_slot' "
-                                         "AND active")
-        if active:
+        if _one(settings.pg_dsn(), f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{SLOT}' AND active"):
             return proc
         if proc.poll() is not None:
             break
@@ -119,43 +119,102 @@ def _start_sidecar(settings: StackSettings, work: Path) -> subprocess.Popen[byte
     raise DemoFailed(f"the sidecar did not start streaming; see {log.name}")
 
 
-def _write(settings: StackSettings, rows: int) -> int:
-    """Inserts, then random updates, key changes and deletes, in many transactions."""
-    rng = random.Random(7)
-    ids = list(range(1, rows + 1))
-    with psycopg2.connect(settings.pg_dsn()) as conn, conn.cursor() as cur:
-        for start in range(0, rows, 100):
-            batch = ids[start:start + 100]
-            cur.executemany(
-                f"INSERT INTO {TABLE} (id, customer, qty, price, note) VALUES (%s, %s, %s, %s, %s)",
-                [(i, f"customer-{i % 37}", rng.randint(1, 9), f"{rng.uniform(1, 500):.2f}", "new") for i in batch],
-            )
-            conn.commit()
-        for _ in range(rows // 2):
-            cur.execute(f"UPDATE {TABLE} SET qty = qty + 1, note = 'updated', updated = now() WHERE id = %s",
-                        (rng.choice(ids),))
-        conn.commit()
-        for victim in rng.sample(ids, rows // 10):
-            cur.execute(f"DELETE FROM {TABLE} WHERE id = %s", (victim,))
-        cur.execute(f"UPDATE {TABLE} SET id = id + 1000000 WHERE id IN (SELECT id FROM {TABLE} ORDER BY id LIMIT 5)")
-        conn.commit()
-        cur.execute("SELECT pg_current_wal_lsn()::text")
-        return parse_lsn(_fetch(cur)[0])
+class Writer(threading.Thread):
+    """Continuous small transactions: inserts, updates, primary-key changes and deletes."""
+
+    def __init__(self, settings: StackSettings, first_new_id: int) -> None:
+        super().__init__(daemon=True)
+        self.settings = settings
+        self.next_id = first_new_id
+        self.stop_event = threading.Event()
+        self.transactions = 0
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        try:
+            with psycopg2.connect(self.settings.pg_dsn()) as conn, conn.cursor() as cur:
+                while not self.stop_event.is_set():
+                    target = rng.randint(1, self.next_id)
+                    action = rng.random()
+                    if action < 0.45:
+                        cur.execute(f"UPDATE {TABLE} SET qty = qty + 1, note = 'updated', updated = now() "
+                                    "WHERE id = %s", (target,))
+                    elif action < 0.75:
+                        self.next_id += 1
+                        cur.execute(f"INSERT INTO {TABLE} (id, customer, qty, price, note) VALUES "
+                                    "(%s, 'new-customer', 1, 9.99, 'inserted')", (self.next_id,))
+                    elif action < 0.9:
+                        cur.execute(f"DELETE FROM {TABLE} WHERE id = %s", (target,))
+                    else:
+                        self.next_id += 1
+                        cur.execute(f"UPDATE {TABLE} SET id = %s WHERE id = %s", (self.next_id, target))
+                    conn.commit()
+                    self.transactions += 1
+                    time.sleep(0.004)
+        except Exception as exc:
+            self.error = exc
+
+
+def _free_port(preferred: int) -> int:
+    """``preferred`` if nothing listens there, else an ephemeral port."""
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", preferred))
+            return preferred
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+            return int(probe.getsockname()[1])
+
+
+API_PORT: dict[str, int] = {}
+
+
+def _api(settings: StackSettings) -> str:
+    port = API_PORT.setdefault("port", _free_port(settings.http_port))
+    return f"http://127.0.0.1:{port}"
+
+
+def _snapshot(settings: StackSettings) -> None:
+    """Trigger the incremental snapshot over HTTP and show its progress until it completes."""
+    signal = {"id": "demo-backfill", "type": "execute-snapshot",
+              "data": {"data-collections": [f"public\\.{TABLE}"], "type": "incremental"}}
+    answer = httpx.post(f"{_api(settings)}/signals", json=signal, timeout=30)
+    if answer.status_code != 202:
+        raise DemoFailed(f"POST /signals answered {answer.status_code}: {answer.text}")
+    console.print(f"POST /signals → {answer.status_code} {answer.json()}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[rows]} rows"),
+                  console=console) as progress:
+        task = progress.add_task(f"snapshot public.{TABLE}", total=None, rows=0)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            status = httpx.get(f"{_api(settings)}/snapshots", timeout=10).json()
+            tables = [t for t in status["tables"] if t["table"] == f"public.{TABLE}"]
+            if tables:
+                table = tables[-1]
+                progress.update(task, total=table["estimated_rows"] or None, completed=table["rows_emitted"],
+                                rows=table["rows_emitted"])
+                if table["state"] in ("completed", "skipped", "aborted") and not status["running"]:
+                    progress.update(task, total=table["rows_emitted"], completed=table["rows_emitted"])
+                    return
+            time.sleep(0.3)
+    raise DemoFailed("the incremental snapshot did not complete within 300 s")
 
 
 def _wait_for_offsets(work: Path, target_lsn: int, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 120
-    with console.status("waiting for Kafka to acknowledge every change"):
-        while time.monotonic() < deadline:
-            try:
-                stored = json.loads((work / "offsets.json").read_text())["lsn"]
-            except (OSError, ValueError, KeyError):
-                stored = 0
-            if stored >= target_lsn:
-                return
-            if proc.poll() is not None:
-                raise DemoFailed("the sidecar exited; see .cache/logs/demo-sidecar.log")
-            time.sleep(0.2)
+    while time.monotonic() < deadline:
+        try:
+            stored = json.loads((work / "offsets.json").read_text())["lsn"]
+        except (OSError, ValueError, KeyError):
+            stored = 0
+        if stored >= target_lsn:
+            return
+        if proc.poll() is not None:
+            raise DemoFailed("the sidecar exited; see .cache/logs/demo-sidecar.log")
+        time.sleep(0.2)
     raise DemoFailed("the sidecar did not acknowledge all changes within 120 s")
 
 
@@ -172,67 +231,86 @@ def _source_state(settings: StackSettings) -> tuple[int, str]:
         return int(count), str(digest)
 
 
-def _apply_and_read(settings: StackSettings, work: Path) -> tuple[int, str, list[Any]]:
-    from spark_jobs.apply_changes import start_query
-    from spark_jobs.job_config import ApplyJobConfig
-    from spark_jobs.session import build_session
-
-    spark = build_session("signaller-demo", jars_dir=str(jars_dir(settings)))
-    try:
-        cfg = ApplyJobConfig(
-            bootstrap_servers=settings.bootstrap_servers, subscribe=f"{PREFIX}.public.{TABLE}",
-            topic_prefix=PREFIX, target_root=str(work / "delta"), checkpoint_location=str(work / "checkpoint"),
-            available_now=True,
-        )
-        with console.status("Spark: applying the change topic to Delta with MERGE"):
-            query = start_query(spark, cfg)
-            query.awaitTermination()
-        if query.exception() is not None:
-            raise DemoFailed(f"the apply job failed: {query.exception()}")
-        rows = sorted(spark.read.format("delta").load(str(work / "delta" / "public" / TABLE)).collect(),
-                      key=lambda r: r.id)
-    finally:
-        spark.stop()
+def _delta_state(spark: Any, path: Path) -> tuple[int, str, list[Any]]:
+    rows = sorted(spark.read.format("delta").load(str(path)).collect(), key=lambda r: r.id)
     text = ",".join("|".join(str(v) for v in (r.id, r.customer, r.qty, r.price, r.note)) for r in rows)
     return len(rows), hashlib.md5(text.encode()).hexdigest() if rows else "", rows
 
 
 def _show(rows: list[Any]) -> None:
-    table = Table(title=f"Delta table public.{TABLE} (first 8 of {len(rows)} rows)")
+    from rich.table import Table
+
+    table = Table(title=f"Delta table public.{TABLE} (first 6 of {len(rows)} rows)")
     for name in ("id", "customer", "qty", "price", "note"):
         table.add_column(name)
-    for row in rows[:8]:
+    for row in rows[:6]:
         table.add_row(str(row.id), row.customer, str(row.qty), str(row.price), row.note)
     console.print(table)
 
 
-def run_demo(rows: int = 2000) -> int:
+def run_demo(rows: int = 20000) -> int:
     """Run the demo; return the process exit code."""
     stack = Stack()
     settings = stack.settings
     work = settings.home / "demo"
     proc: subprocess.Popen[bytes] | None = None
+    writer: Writer | None = None
+    spark: Any = None
     try:
         with console.status("starting PostgreSQL, Kafka and Spark's jars"):
             stack.up(with_spark=True)
-        _reset(settings, work)
+        _reset(settings, work, rows)
+        console.print(f"seeded public.{TABLE} with {rows} rows (before the sidecar: only a snapshot can bring them)")
         proc = _start_sidecar(settings, work)
-        console.print(f"sidecar streaming public.{TABLE} → topic {PREFIX}.public.{TABLE}")
+        console.print(f"sidecar streaming public.{TABLE} → topic {PREFIX}.public.{TABLE}; API on {_api(settings)}")
+        from spark_jobs.apply_changes import start_query
+        from spark_jobs.job_config import ApplyJobConfig
+        from spark_jobs.session import build_session
+
+        with console.status("starting Spark"):
+            spark = build_session("signaller-demo", jars_dir=str(jars_dir(settings)))
+            cfg = ApplyJobConfig(
+                bootstrap_servers=settings.bootstrap_servers, subscribe_pattern=f"{PREFIX}\\.public\\..*",
+                topic_prefix=PREFIX, target_root=str(work / "delta"), checkpoint_location=str(work / "checkpoint"),
+                trigger_interval="2 seconds",
+            )
+            query = start_query(spark, cfg)
+        console.print("Spark apply job running (foreachBatch MERGE into Delta every 2 s)")
+        writer = Writer(settings, rows)
+        writer.start()
         started = time.monotonic()
-        target = _write(settings, rows)
+        _snapshot(settings)
+        time.sleep(2)
+        writer.stop_event.set()
+        writer.join()
+        if writer.error is not None:
+            raise DemoFailed(f"the writer failed: {writer.error}")
+        target = parse_lsn(_one(settings.pg_dsn(), "SELECT pg_current_wal_lsn()::text"))
+        console.print(f"{writer.transactions} concurrent transactions written; waiting for Kafka and Spark")
         _wait_for_offsets(work, target, proc)
-        console.print(f"captured every change in {time.monotonic() - started:.1f}s")
-        expected_count, expected_digest = _source_state(settings)
-        count, digest, applied = _apply_and_read(settings, work)
+        with console.status("waiting for the apply job to catch up"):
+            query.processAllAvailable()
+        if query.exception() is not None:
+            raise DemoFailed(f"the apply job failed: {query.exception()}")
+        console.print(f"converged {time.monotonic() - started:.1f}s after the snapshot started")
+        expected = _source_state(settings)
+        count, digest, applied = _delta_state(spark, work / "delta" / "public" / TABLE)
         _show(applied)
-        if (count, digest) != (expected_count, expected_digest):
-            raise DemoFailed(f"Delta has {count} rows (checksum {digest}); PostgreSQL has {expected_count} "
-                             f"(checksum {expected_digest})")
-        print(f"DEMO OK: {count} rows in PostgreSQL and Delta, content checksum {digest} matches", flush=True)
+        if (count, digest) != expected:
+            raise DemoFailed(f"Delta has {count} rows (checksum {digest}); PostgreSQL has {expected[0]} "
+                             f"(checksum {expected[1]})")
+        print(f"DEMO OK: {count} rows in PostgreSQL and Delta (seeded {rows}, {writer.transactions} live "
+              f"transactions, backfilled by an incremental snapshot), content checksum {digest} matches", flush=True)
         return 0
     except DemoFailed as exc:
         print(f"DEMO FAILED: {exc}", flush=True)
         return 1
     finally:
+        if writer is not None:
+            writer.stop_event.set()
+        if spark is not None:
+            for active in spark.streams.active:
+                active.stop()
+            spark.stop()
         if proc is not None and proc.poll() is None:
             stop_pid(proc.pid, timeout_s=10)

@@ -104,6 +104,28 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
+class _TableOutput:
+    """Where and how one relation plan's changes go: topic, serializer, and whether the plan's
+    rows fit :meth:`EnvelopeSerializer.serialize_streamed` (the same columns in the same order)."""
+
+    __slots__ = ("name", "plan", "serializer", "streamed", "topic")
+
+    def __init__(self, plan: RelationPlan, config: SignallerConfig) -> None:
+        self.plan = plan
+        self.serializer = EnvelopeSerializer(
+            plan.schema, plan.codecs, topic_prefix=config.topic_prefix,
+            database=config.database_dbname,
+            schemas_enable=config.value_converter_schemas_enable,
+            key_schemas_enable=config.key_converter_schemas_enable,
+        )
+        self.topic = config.topic_for(plan.table_id)
+        self.name = str(plan.table_id)
+        self.streamed = tuple(slot[1] for slot in plan.slots) == self.serializer.value_names
+
+
+_OP_VALUES = {op: op.value for op in Op}
+
+
 class CaptureLoop:
     """One streaming session: connects, streams until ``stop()`` or an error, then closes.
 
@@ -122,7 +144,8 @@ class CaptureLoop:
         self.store = store or open_store(config)
         self.stats = CaptureStats()
         self._stopping = False
-        self._serializers: dict[int, tuple[RelationPlan, EnvelopeSerializer]] = {}
+        self._outputs: dict[int, _TableOutput] = {}
+        self._tombstones = config.tombstones_on_delete
         self._on_change = on_change
 
     def stop(self) -> None:
@@ -208,7 +231,7 @@ class CaptureLoop:
                     self.stats.transactions += 1
                     self.stats.last_commit_ts_us = item.commit_ts_us
                 elif isinstance(item, LogicalMessage):
-                    snapshots.on_message(item, reader.last_commit_lsn)
+                    snapshots.on_message(item, item.last_commit_lsn)
             sink.poll(0)
             if not in_tx:
                 snapshots.tick(reader.wal_end, reader.last_commit_lsn)
@@ -223,27 +246,32 @@ class CaptureLoop:
 
     def _send(self, sink: KafkaSink, change: Change, tx_meta: _TxMetadata | None) -> None:
         plan = change.plan
-        entry = self._serializers.get(id(plan))
-        if entry is None or entry[0] is not plan:
-            serializer = EnvelopeSerializer(
-                plan.schema, plan.codecs, topic_prefix=self.config.topic_prefix,
-                database=self.config.database_dbname,
-                schemas_enable=self.config.value_converter_schemas_enable,
-                key_schemas_enable=self.config.key_converter_schemas_enable,
-            )
-            self._serializers[id(plan)] = (plan, serializer)
+        output = self._outputs.get(id(plan))
+        if output is None or output.plan is not plan:
+            output = self._outputs[id(plan)] = _TableOutput(plan, self.config)
+        tx = change.tx
+        if tx is not None and output.streamed:
+            # A streamed change (from the reader): its rows are the plan's, its table the plan's.
+            name, topic = output.name, output.topic
+            block = tx_meta.block(name) if tx_meta else None
+            key, value = output.serializer.serialize_streamed(
+                change.op, change.before, change.after, change.lsn, tx,  # type: ignore[arg-type]
+                ts_us_now=_now_us(), transaction=block)
         else:
-            serializer = entry[1]
-        event = change.event
-        topic = self.config.topic_for(event.table)
-        key = serializer.serialize_key(event.after if event.after is not None else event.before)
-        block = tx_meta.block(str(event.table)) if tx_meta else None
-        sink.send(topic, key, serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block))
-        if event.op is Op.DELETE and self.config.tombstones_on_delete:
+            event = change.event
+            if event.table == plan.table_id:
+                name, topic = output.name, output.topic
+            else:
+                name, topic = str(event.table), self.config.topic_for(event.table)
+            block = tx_meta.block(name) if tx_meta else None
+            key = output.serializer.serialize_key(event.after if event.after is not None else event.before)
+            value = output.serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block)
+        sink.send(topic, key, value)
+        if change.op is Op.DELETE and self._tombstones:
             sink.send(topic, key, None)
         self.stats.events += 1
         if self.metrics is not None:
-            counter = (str(event.table), event.op.value)
+            counter = (name, _OP_VALUES[change.op])
             self._event_counts[counter] = self._event_counts.get(counter, 0) + 1
         if self._on_change is not None:
             self._on_change(change)

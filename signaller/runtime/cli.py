@@ -67,7 +67,7 @@ def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connec
 
 
 @app.command("demo")
-def demo(rows: int = typer.Option(2000, help="rows to insert before updates and deletes")) -> None:
+def demo(rows: int = typer.Option(20000, help="rows seeded before the sidecar starts")) -> None:
     """Run the whole pipeline on the local stack and print a DEMO OK verdict."""
     from signaller.devstack.demo import run_demo
 

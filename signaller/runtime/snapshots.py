@@ -62,6 +62,7 @@ class SnapshotCoordinator:
         self._notification_topic = (config.notification_sink_topic_name
                                     if "sink" in {c.value for c in config.notification_enabled_channels} else None)
         self._log_notifications = "log" in {c.value for c in config.notification_enabled_channels}
+        self._source_channel = "source" in {c.value for c in config.signal_enabled_channels}
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, offsets: Offsets | None, tables: list[TableId]) -> None:
@@ -114,8 +115,7 @@ class SnapshotCoordinator:
     def on_change(self, change: Change) -> None:
         """Before a streamed change is sent: signal-table rows are signals or watermarks; every
         change deduplicates the open window."""
-        event = change.event
-        if self._signal_table is not None and event.table == self._signal_table:
+        if self._signal_table is not None and change.table == self._signal_table:
             self._on_signal_row(change)
             return
         self.engine.on_stream_change(change)
@@ -155,6 +155,10 @@ class SnapshotCoordinator:
             return
         if isinstance(action, WindowMarker):
             self.engine.on_marker(action, (event.last_commit_lsn, event.lsn))
+            return
+        if not self._source_channel:
+            log.info("signal %s in the signal table ignored: the source channel is not in signal.enabled.channels",
+                     signal.id)
             return
         outcome = self.engine.apply(signal, action)
         self._answer("source", outcome)

@@ -108,3 +108,19 @@ def test_replayed_batches_and_late_older_events_change_nothing(spark: Any, stack
     changes = {(r._change_type, r.id, r.name) for r in cdf.collect()}
     assert ("insert", 7, "new") in changes
     assert not any(name == "old" for _, _, name in changes), "the late older insert reached the table"
+
+
+def test_delete_in_a_later_batch_removes_the_row(spark: Any, stack: StackSettings, tmp_path: Path,
+                                                  unique_name: str) -> None:
+    """Regression: the batch's plan must not be re-evaluated after its own tombstones are written."""
+    prefix = f"t{unique_name}"
+    topic = f"{prefix}.public.items"
+    create_topic(stack.bootstrap_servers, topic)
+    rows = [{"id": i, "name": f"n{i}", "qty": i} for i in range(1, 6)]
+    produce(stack.bootstrap_servers, topic, [envelope(prefix, "c", None, r, 100 + r["id"], 90 + r["id"]) for r in rows])
+    path = run_job(spark, stack, topic, tmp_path)
+    assert set(table_rows(spark, path)) == {1, 2, 3, 4, 5}
+    produce(stack.bootstrap_servers, topic, [envelope(prefix, "d", rows[1], None, 300, 290),
+                                              envelope(prefix, "d", rows[3], None, 310, 300)])
+    run_job(spark, stack, topic, tmp_path)
+    assert set(table_rows(spark, path)) == {1, 3, 5}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ from signaller.model import ChangeEvent, Op, TableId, TableSchema, format_lsn
 from signaller.sources.postgres import pgoutput
 from signaller.sources.postgres.catalog import Catalog, translate
 from signaller.sources.postgres.relations import RelationCache
-from signaller.sources.postgres.types import ColumnCodec, TypeModes, codec_for, placeholder_for
+from signaller.sources.postgres.types import ColumnCodec, TypeModes, codec_for, placeholder_for, unguarded
 
 log = logging.getLogger("signaller.source")
 
@@ -49,18 +50,70 @@ class RelationPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
-    """A row event and the plan (schema) it was decoded with."""
-
-    event: ChangeEvent
-    plan: RelationPlan
-
-
-@dataclass(frozen=True, slots=True)
 class TxBegin:
+    """Start of a transaction. ``last_commit_lsn`` is the commit LSN of the transaction before it
+    (Debezium's ``source.sequence[0]``; None before the first one of a session that started
+    from the slot's position). Immutable: the capture loop caches per-transaction JSON on it."""
+
     xid: int
     commit_lsn: int
     commit_ts_us: int
+    last_commit_lsn: int | None = None
+
+
+class Change:
+    """A row event and the plan (schema) it was decoded with.
+
+    ``Change(event, plan)`` wraps a :class:`~signaller.model.ChangeEvent`. The streaming reader
+    builds its changes from their parts instead, ``Change(None, plan, op, before, after, lsn,
+    tx)`` with ``tx`` the transaction, and :attr:`event` is then made on first use: the capture
+    loop serializes streamed changes from the parts and never needs it. ``before``/``after``
+    are the converted row images (dicts of the plan's captured, emitted columns) or None;
+    ``table`` is the event's table; ``tx`` is None for a change built from an event.
+    """
+
+    __slots__ = ("_event", "after", "before", "lsn", "op", "plan", "table", "tx")
+    op: Op
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    lsn: int | None
+    table: TableId
+    tx: TxBegin | None
+
+    def __init__(self, event: ChangeEvent | None, plan: RelationPlan, op: Op = Op.CREATE,
+                 before: dict[str, Any] | None = None, after: dict[str, Any] | None = None, lsn: int | None = None,
+                 tx: TxBegin | None = None) -> None:
+        self.plan = plan
+        self._event = event
+        if event is None:
+            if tx is None:
+                msg = "Change(None, ...) needs the transaction (tx) to describe the event"
+                raise TypeError(msg)
+            self.op, self.before, self.after, self.lsn, self.tx = op, before, after, lsn, tx
+            self.table = plan.table_id
+        else:
+            self.op, self.before, self.after, self.lsn, self.tx = event.op, event.before, event.after, event.lsn, None
+            self.table = event.table
+
+    @property
+    def event(self) -> ChangeEvent:
+        event = self._event
+        if event is None:
+            tx = self.tx
+            assert tx is not None
+            event = self._event = ChangeEvent(self.op, self.table, self.before, self.after, self.lsn,
+                                              tx.commit_lsn, tx.last_commit_lsn, tx.xid, tx.commit_ts_us)
+        return event
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Change):
+            return NotImplemented
+        return self.event == other.event and self.plan == other.plan
+
+    __hash__ = None  # type: ignore[assignment]  # mutable cache inside; like the dataclass it replaced, compared by value
+
+    def __repr__(self) -> str:
+        return f"Change(event={self.event!r}, plan={self.plan!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +134,7 @@ class LogicalMessage:
     prefix: str
     content: bytes
     lsn: int
+    last_commit_lsn: int | None = None
 
 
 MESSAGE_PREFIX = "signaller"
@@ -146,12 +200,14 @@ class PostgresLogReader:
             primary_key_columns=self._key_columns,
         )
         self._plans: dict[int, tuple[int, RelationPlan | None]] = {}
+        self._row_readers: dict[int, tuple[RelationPlan | None, _RowReader | None]] = {}
         self._conn: Any = None
         self._cursor: Any = None
         self._xid = 0
         self._commit_lsn = 0
         self._commit_ts_us = 0
         self._last_commit_lsn: int | None = None
+        self._tx = TxBegin(0, 0, 0, None)
         self._skip = set(config.skipped_operations)
         self.wal_end = 0
 
@@ -186,6 +242,7 @@ class PostgresLogReader:
             self.close()
             raise translate(exc, f"starting replication from slot {self._config.slot_name!r}") from exc
         self._last_commit_lsn = start_lsn or None
+        self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn)
         log.info("streaming from slot %s after %s", self._config.slot_name, format_lsn(start_lsn))
 
     def close(self) -> None:
@@ -199,10 +256,12 @@ class PostgresLogReader:
         """Up to about ``max_items`` items, waiting at most ``timeout_s`` for the first one."""
         out: list[Item] = []
         cursor = self._cursor
+        read_message = cursor.read_message
+        handle, handle_row = self._handle, self._handle_row
         deadline = time.monotonic() + timeout_s
         try:
             while len(out) < max_items:
-                msg = cursor.read_message()
+                msg = read_message()
                 if msg is None:
                     if out:
                         break
@@ -211,7 +270,13 @@ class PostgresLogReader:
                         break
                     select.select([cursor], [], [], remaining)
                     continue
-                self._handle(msg.payload, msg.data_start, out)
+                payload = msg.payload
+                try:
+                    if payload[0] in _ROW_MESSAGES and handle_row(payload, msg.data_start, out):
+                        continue
+                except Exception:  # the general path decides, and raises the proper error
+                    pass
+                handle(payload, msg.data_start, out)
             self.wal_end = max(self.wal_end, cursor.wal_end or 0)
         except psycopg2.Error as exc:
             raise translate(exc, "reading the replication stream") from exc
@@ -246,17 +311,74 @@ class PostgresLogReader:
             self._emit(msg.relation_id, Op.DELETE, msg.old, None, lsn, out)  # type: ignore[union-attr]
         elif isinstance(msg, pgoutput.Begin):
             self._xid, self._commit_lsn, self._commit_ts_us = msg.xid, msg.final_lsn, msg.commit_ts_us
-            out.append(TxBegin(self._xid, self._commit_lsn, self._commit_ts_us))
+            self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn)
+            out.append(self._tx)
         elif isinstance(msg, pgoutput.Commit):
             out.append(TxCommit(self._xid, msg.commit_lsn, msg.end_lsn, msg.commit_ts_us))
             self._last_commit_lsn = msg.commit_lsn
+            self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn)
         elif kind is pgoutput.Relation or kind is pgoutput.Type:
+            self._row_readers.clear()
             self._relations.apply(msg)
         elif kind is pgoutput.Truncate:
             self._truncate(msg, lsn, out)  # type: ignore[arg-type]
         elif isinstance(msg, pgoutput.Message) and msg.prefix == MESSAGE_PREFIX:
-            out.append(LogicalMessage(msg.prefix, bytes(msg.content), lsn))
+            out.append(LogicalMessage(msg.prefix, bytes(msg.content), lsn, self._last_commit_lsn))
         # Origin and other logical decoding messages carry no row change.
+
+    def _handle_row(self, data: bytes, lsn: int, out: list[Item]) -> bool:
+        """Insert, Update and Delete of a captured table, decoded straight into rows.
+
+        The same items as the general path (:meth:`_handle`: ``decode_message`` → ``_emit`` /
+        ``_update``), without the intermediate message and tuple. Returns False (having appended
+        nothing) for anything it does not handle: an uncaptured table, a skipped operation, a
+        binary-format value; raises on malformed input or a value its converter rejects, and the
+        caller then takes the general path, which raises the proper error.
+        """
+        kind = data[0]
+        relation_id, tag = _U32_U8.unpack_from(data, 1)
+        entry = self._row_readers.get(relation_id)
+        if entry is None:
+            entry = self._row_readers[relation_id] = self._row_reader(relation_id)
+        plan, read = entry
+        if read is None or plan is None:
+            return False
+        skip = self._skip
+        if kind == _INSERT:
+            if tag != _NEW or "c" in skip:
+                return False
+            out.append(Change(None, plan, Op.CREATE, None, read(data, 6)[0], lsn, self._tx))
+            return True
+        if tag != _NEW and tag != _KEY and tag != _OLD:
+            return False
+        if kind == _DELETE:
+            if tag == _NEW or "d" in skip:
+                return False
+            out.append(Change(None, plan, Op.DELETE, read(data, 6)[0], None, lsn, self._tx))
+            return True
+        before: dict[str, Any] | None = None
+        position = 6
+        if tag != _NEW:
+            before, position = read(data, 6)
+            if data[position] != _NEW:
+                return False
+            position += 1
+        after = read(data, position)[0]
+        tx = self._tx
+        if before is not None and plan.key_names and any(before.get(k) != after.get(k) for k in plan.key_names):
+            if "d" not in skip:
+                out.append(Change(None, plan, Op.DELETE, before, None, lsn, tx))
+            if "c" not in skip:
+                out.append(Change(None, plan, Op.CREATE, None, after, lsn, tx))
+        elif "u" not in skip:
+            out.append(Change(None, plan, Op.UPDATE, before, after, lsn, tx))
+        return True
+
+    def _row_reader(self, relation_id: int) -> tuple[RelationPlan | None, _RowReader | None]:
+        plan = self._plan(relation_id)
+        if plan is None:
+            return None, None
+        return plan, _tuple_reader(len(self._relations.get(relation_id).column_names), plan.slots)
 
     def _plan(self, relation_id: int) -> RelationPlan | None:
         version = self._relations.version(relation_id)
@@ -280,9 +402,7 @@ class PostgresLogReader:
         return None if values is None else row_from_tuple(plan, values)
 
     def _event(self, plan: RelationPlan, op: Op, before: Any, after: Any, lsn: int) -> Change:
-        event = ChangeEvent(op, plan.table_id, before, after, lsn, self._commit_lsn, self._last_commit_lsn,
-                            self._xid, self._commit_ts_us)
-        return Change(event, plan)
+        return Change(None, plan, op, before, after, lsn, self._tx)
 
     def _emit(self, relation_id: int, op: Op, old: Any, new: Any, lsn: int, out: list[Item]) -> None:
         if op.value in self._skip:
@@ -318,3 +438,76 @@ class PostgresLogReader:
                 out.append(self._event(plan, Op.TRUNCATE, None, None, lsn))
 
 
+_ROW_MESSAGES = frozenset(b"IUD")
+_INSERT, _DELETE = ord("I"), ord("D")
+_NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
+_TEXT, _NULL, _UNCHANGED = ord("t"), ord("n"), ord("u")
+_U32_U8 = struct.Struct(">IB")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+
+_RowReader = Callable[[bytes, int], tuple[dict[str, Any], int]]
+_Slot = tuple[int, str, Callable[[str], Any], Any]
+
+
+class _NotHandled(Exception):
+    """A tuple the fused reader leaves to the general path."""
+
+
+def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | None:
+    """A function reading one pgoutput TupleData at ``pos`` straight into the plan's row dict.
+
+    Equivalent, for valid input, to ``pgoutput``'s tuple decoding followed by
+    ``PostgresLogReader._row``: same keys in the same order, same values (every text column is
+    decoded from UTF-8, captured or not). The code is generated for the relation's columns
+    (one straight-line block per column, no per-column lookups); column names, converters and
+    placeholders are bound as variables, never written into the source. Raises
+    :class:`_NotHandled` for a column count other than the relation's or a binary-format value,
+    and whatever a converter raises, unguarded (see ``types.unguarded``), for bad text: the
+    caller then takes the general path. None when the plan's columns are not in tuple order.
+    """
+    namespace: dict[str, Any] = {
+        "NotHandled": _NotHandled, "unpack_count": _U16.unpack_from, "unpack_length": _U32.unpack_from,
+    }
+    columns: list[tuple[str, Callable[[str], Any], Any] | None] = [None] * column_count
+    last = -1
+    for index, name, convert, placeholder in slots:
+        if index <= last or index >= column_count:
+            return None
+        columns[index] = (name, unguarded(convert), placeholder)
+        last = index
+    lines = [
+        "def read(data, pos):",
+        f"    if unpack_count(data, pos)[0] != {column_count}:",
+        "        raise NotHandled",
+        "    pos += 2",
+        "    row = {}",
+    ]
+    for index, column in enumerate(columns):
+        lines += [
+            "    kind = data[pos]",
+            f"    if kind == {_TEXT}:",
+            "        start = pos + 5",
+            "        pos = start + unpack_length(data, pos + 1)[0]",
+        ]
+        if column is None:
+            lines += ["        data[start:pos].decode()", f"    elif kind == {_NULL} or kind == {_UNCHANGED}:",
+                      "        pos += 1"]
+        else:
+            name, convert, placeholder = column
+            namespace[f"n{index}"], namespace[f"c{index}"], namespace[f"p{index}"] = name, convert, placeholder
+            value = "data[start:pos].decode()" if convert is str else f"c{index}(data[start:pos].decode())"
+            lines += [
+                f"        row[n{index}] = {value}",
+                f"    elif kind == {_NULL}:",
+                "        pos += 1",
+                f"        row[n{index}] = None",
+                f"    elif kind == {_UNCHANGED}:",
+                "        pos += 1",
+                f"        row[n{index}] = p{index}",
+            ]
+        lines += ["    else:", "        raise NotHandled"]
+    lines += ["    if pos > len(data):", "        raise IndexError('truncated tuple')", "    return row, pos"]
+    exec(compile("\n".join(lines), f"<pgoutput tuple reader, {column_count} columns>", "exec"), namespace)
+    reader: _RowReader = namespace["read"]
+    return reader
