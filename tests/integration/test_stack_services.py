@@ -3,6 +3,8 @@ broker that stores and returns records."""
 
 from __future__ import annotations
 
+import time
+
 import psycopg2
 import psycopg2.extras
 import pytest
@@ -43,6 +45,14 @@ def test_postgres_streams_pgoutput_changes_from_a_replication_slot(stack: StackS
     finally:
         repl.close()
         with conn.cursor() as cur:
+            # The walsender exits shortly after the connection closes; the slot is in use until then.
+            deadline = time.monotonic() + 15
+            while True:
+                cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+                row = cur.fetchone()
+                if row is None or not row[0] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             cur.execute("SELECT pg_drop_replication_slot(%s) FROM pg_replication_slots WHERE slot_name = %s",
                         (slot, slot))
             cur.execute(f"DROP PUBLICATION IF EXISTS {pub}")
