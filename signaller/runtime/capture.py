@@ -124,6 +124,7 @@ class _TableOutput:
 
 
 _OP_VALUES = {op: op.value for op in Op}
+_DELETE = Op.DELETE  # a global is cheaper than the enum attribute on the hot path
 
 
 class CaptureLoop:
@@ -267,7 +268,7 @@ class CaptureLoop:
             key = output.serializer.serialize_key(event.after if event.after is not None else event.before)
             value = output.serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block)
         sink.send(topic, key, value)
-        if change.op is Op.DELETE and self._tombstones:
+        if change.op is _DELETE and self._tombstones:
             sink.send(topic, key, None)
         self.stats.events += 1
         if self.metrics is not None:

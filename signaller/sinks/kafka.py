@@ -27,7 +27,7 @@ log = logging.getLogger("signaller.sink")
 class _Group:
     """Records of one transaction (or one heartbeat/snapshot chunk) awaiting delivery."""
 
-    __slots__ = ("closed", "end_lsn", "pending", "sink", "state")
+    __slots__ = ("callback", "closed", "end_lsn", "pending", "sink", "state")
 
     def __init__(self, sink: KafkaSink) -> None:
         self.pending = 0
@@ -35,6 +35,7 @@ class _Group:
         self.end_lsn = 0
         self.sink = sink
         self.state: object | None = None
+        self.callback = self.on_delivery  # one bound method per group, not one per record
 
     def on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         self.pending -= 1
@@ -78,7 +79,9 @@ class KafkaSink:
                   "queue.buffering.max.kbytes": 1048576, **producer_config}
         config.setdefault("error_cb", self._on_client_error)
         self._producer = Producer(config)
+        self._produce = self._producer.produce
         self._topics = topics
+        self._ready_topics: set[str] = set()
         self._groups: deque[_Group] = deque()
         self._current: _Group | None = None
         self._safe = 0
@@ -99,20 +102,33 @@ class KafkaSink:
             self.begin()
             group = self._current
             assert group is not None
-        self._topics.ensure(topic)
+        if topic not in self._ready_topics:
+            self._topics.ensure(topic)
+            self._ready_topics.add(topic)
         group.pending += 1
-        produce = self._producer.produce
+        try:
+            self._produce(topic, value, key, on_delivery=group.callback)
+        except BufferError:
+            self._produce_when_room(topic, key, value, group)
+        except KafkaException as exc:
+            group.pending -= 1
+            msg = f"cannot produce to {topic!r}: {exc}"
+            raise TerminalSinkError(msg) from exc
+        self.produced += 1
+
+    def _produce_when_room(self, topic: str, key: bytes | None, value: bytes | None, group: _Group) -> None:
+        """The producer's queue is full: serve delivery reports until the record fits."""
         while True:
+            self._producer.poll(0.05)
             try:
-                produce(topic, value, key, on_delivery=group.on_delivery)
-                break
+                self._produce(topic, value, key, on_delivery=group.callback)
+                return
             except BufferError:
-                self._producer.poll(0.05)
+                continue
             except KafkaException as exc:
                 group.pending -= 1
                 msg = f"cannot produce to {topic!r}: {exc}"
                 raise TerminalSinkError(msg) from exc
-        self.produced += 1
 
     def close_group(self, end_lsn: int, state: object | None = None) -> None:
         """The current group is complete; once delivered, ``end_lsn`` becomes safe, and

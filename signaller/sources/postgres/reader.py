@@ -347,14 +347,14 @@ class PostgresLogReader:
         if kind == _INSERT:
             if tag != _NEW or "c" in skip:
                 return False
-            out.append(Change(None, plan, Op.CREATE, None, read(data, 6)[0], lsn, self._tx))
+            out.append(Change(None, plan, _CREATE, None, read(data, 6)[0], lsn, self._tx))
             return True
         if tag != _NEW and tag != _KEY and tag != _OLD:
             return False
         if kind == _DELETE:
             if tag == _NEW or "d" in skip:
                 return False
-            out.append(Change(None, plan, Op.DELETE, read(data, 6)[0], None, lsn, self._tx))
+            out.append(Change(None, plan, _DELETE_OP, read(data, 6)[0], None, lsn, self._tx))
             return True
         before: dict[str, Any] | None = None
         position = 6
@@ -367,11 +367,11 @@ class PostgresLogReader:
         tx = self._tx
         if before is not None and plan.key_names and any(before.get(k) != after.get(k) for k in plan.key_names):
             if "d" not in skip:
-                out.append(Change(None, plan, Op.DELETE, before, None, lsn, tx))
+                out.append(Change(None, plan, _DELETE_OP, before, None, lsn, tx))
             if "c" not in skip:
-                out.append(Change(None, plan, Op.CREATE, None, after, lsn, tx))
+                out.append(Change(None, plan, _CREATE, None, after, lsn, tx))
         elif "u" not in skip:
-            out.append(Change(None, plan, Op.UPDATE, before, after, lsn, tx))
+            out.append(Change(None, plan, _UPDATE, before, after, lsn, tx))
         return True
 
     def _row_reader(self, relation_id: int) -> tuple[RelationPlan | None, _RowReader | None]:
@@ -439,6 +439,7 @@ class PostgresLogReader:
 
 
 _ROW_MESSAGES = frozenset(b"IUD")
+_CREATE, _UPDATE, _DELETE_OP = Op.CREATE, Op.UPDATE, Op.DELETE  # a global is cheaper than Op.X
 _INSERT, _DELETE = ord("I"), ord("D")
 _NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
 _TEXT, _NULL, _UNCHANGED = ord("t"), ord("n"), ord("u")

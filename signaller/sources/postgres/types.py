@@ -65,6 +65,7 @@ import binascii
 import math
 import re
 import struct
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -88,6 +89,7 @@ __all__ = [
     "codec_for",
     "parse_array_literal",
     "placeholder_for",
+    "unguarded",
     "unscaled_bytes",
 ]
 
@@ -299,7 +301,21 @@ def _guarded(label: str, fn: Callable[[str], Any], reason: str) -> Converter:
         except (ValueError, ArithmeticError) as exc:
             raise _bad(label, text, f"{reason} ({exc})") from None
 
+    _UNGUARDED[convert] = fn
     return convert
+
+
+_UNGUARDED: Final[weakref.WeakKeyDictionary[Converter, Callable[[str], Any]]] = weakref.WeakKeyDictionary()
+
+
+def unguarded(convert: Converter) -> Callable[[str], Any]:
+    """The function ``convert`` applies to valid text, without its error translation (the
+    builtin a converter wraps, e.g. ``int``), else ``convert`` itself.
+
+    For hot loops that, on any exception, call ``convert`` again to raise the proper
+    :class:`~signaller.errors.DecodeError`: for valid text both return the same value.
+    """
+    return _UNGUARDED.get(convert, convert)
 
 
 # --------------------------------------------------------------------------------------------

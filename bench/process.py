@@ -1,0 +1,111 @@
+"""Parent side of :mod:`bench.sidecar`: start the sidecar process, follow its reports, stop it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def process_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds ``pid`` has used so far (``/proc/<pid>/stat``); NaN if unknown."""
+    if pid is None:
+        return math.nan
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class SidecarFailed(RuntimeError):
+    """The sidecar exited with an error or did not reach a state in time."""
+
+
+class Sidecar:
+    """One ``python -m bench.sidecar`` process and the reports it printed so far."""
+
+    def __init__(self, properties: dict[str, object], workdir: Path, profile: Path | None = None) -> None:
+        config_path = workdir / "connector.json"
+        config_path.write_text(json.dumps(properties))
+        self.stderr_path = workdir / "sidecar.log"
+        self._stderr = self.stderr_path.open("wb")
+        args = [sys.executable, "-m", "bench.sidecar", str(config_path)]
+        if profile is not None:
+            args.append(str(profile))
+        env = {**os.environ, "SIGNALLER_LOG_FORMAT": "text"}
+        self.spawned_at = time.time()
+        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        self.reports: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            with self._changed:
+                self.reports.append(item)
+                self._changed.notify_all()
+        with self._changed:
+            self.reports.append({"event": "eof", "t": time.time()})
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float, what: str) -> dict[str, Any]:
+        """The first report satisfying ``predicate``; SidecarFailed on exit or timeout."""
+        deadline = time.monotonic() + timeout_s
+        index = 0
+        with self._changed:
+            while True:
+                while index < len(self.reports):
+                    item = self.reports[index]
+                    index += 1
+                    if predicate(item):
+                        return item
+                    if item["event"] in ("exit", "eof"):
+                        raise SidecarFailed(f"sidecar exited while waiting for {what}: {item}\n{self.log_tail()}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SidecarFailed(f"timed out after {timeout_s:.0f}s waiting for {what}\n{self.log_tail()}")
+                self._changed.wait(remaining)
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        with self._changed:
+            return [r for r in self.reports if r["event"] == kind]
+
+    def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
+        """SIGTERM, wait for the exit report; kill if it does not come."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._reader.join(10)
+        self._stderr.close()
+        exits = self.events("exit")
+        if not exits:
+            raise SidecarFailed(f"sidecar gave no exit report (code {self.proc.returncode})\n{self.log_tail()}")
+        return exits[-1]
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,338 @@
+"""Streaming benchmark: PostgreSQL commit → Kafka acknowledgement through the sidecar.
+
+Two measurements on a narrow table (``id bigint PRIMARY KEY, v int NOT NULL, note text``), each
+with a fresh table, publication, slot and topic (:class:`bench.scratch.Scratch`) and a fresh
+sidecar process (:mod:`bench.sidecar`) with the default converters (JSON with schemas) and the
+default producer settings:
+
+* **throughput** (:func:`throughput_run`): with the sidecar stopped, ``changes`` row changes
+  (2/3 inserts, then 1/3 updates) are committed in transactions of ``tx_rows`` rows, so they
+  wait in the slot. Then the sidecar starts and the clock runs until the offset store has
+  durably committed an LSN past the last transaction's commit, which the loop only does once
+  Kafka has acknowledged (acks=all) every record up to it.
+* **latency** (:func:`latency_run`): the sidecar runs; a writer commits ``tx_rows``-row insert
+  transactions on a fixed schedule at ``rate`` changes/s; a Kafka consumer in this process
+  stamps each record when ``poll()`` hands it over. Latency = that instant − the transaction's
+  commit timestamp, which PostgreSQL puts in the commit record and the event carries as
+  ``source.ts_us`` (same host, same clock as ``time.time()``).
+
+See ``bench/README.md`` for every reported field.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg2
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from bench.process import Sidecar, process_cpu_seconds
+from bench.scratch import Scratch
+from bench.stats import Figure, percentile, summarize
+from signaller.devstack import StackSettings
+from signaller.devstack import kafka as devstack_kafka
+from signaller.devstack.processes import read_pid
+
+NARROW_TABLE = "id bigint PRIMARY KEY, v int NOT NULL, note text"
+FLUSH_INTERVAL_MS = 50
+"""``offset.flush.interval.ms`` of the sidecar under test in throughput runs: the smallest period
+the loop allows, so the "committed" instant trails the Kafka acknowledgement by at most ~50 ms.
+Latency runs keep the default (60 s)."""
+
+
+@dataclass
+class StreamingOptions:
+    runs: int = 3
+    changes: int = 300_000
+    tx_rows: int = 1_000
+    rate: int = 5_000
+    duration_s: float = 20.0
+    warmup_s: float = 2.0
+    latency_tx_rows: int = 20
+    profile_dir: Path | None = None
+    profiler: str = "cprofile"
+    connector_overrides: dict[str, object] = field(default_factory=dict)
+
+
+def _profile_path(options: StreamingOptions, name: str) -> Path | None:
+    if options.profile_dir is None:
+        return None
+    return options.profile_dir / f"{name}.{'txt' if options.profiler == 'pyinstrument' else 'prof'}"
+
+
+# --------------------------------------------------------------------------------------------
+# Throughput
+# --------------------------------------------------------------------------------------------
+
+
+def _preload(scratch: Scratch, changes: int, tx_rows: int) -> int:
+    """Commit ``changes`` row changes; returns an LSN that only the last commit's end passes."""
+    inserts = changes - changes // 3
+    updates = changes - inserts
+    statements: list[tuple[str, tuple[int, int]]] = []
+    insert = (f"INSERT INTO public.{scratch.name} SELECT g, g % 1000, 'note ' || g "
+              "FROM generate_series(%s, %s) g").replace("% 1000", "%% 1000")
+    update = f"UPDATE public.{scratch.name} SET v = v + 1, note = 'upd ' || id WHERE id BETWEEN %s AND %s"
+    for start in range(1, inserts + 1, tx_rows):
+        statements.append((insert, (start, min(start + tx_rows - 1, inserts))))
+    for start in range(1, updates + 1, tx_rows):
+        statements.append((update, (start, min(start + tx_rows - 1, updates))))
+    conn = psycopg2.connect(scratch.settings.pg_dsn())
+    try:
+        with conn.cursor() as cur:
+            for index, (sql, params) in enumerate(statements):
+                cur.execute(sql, params)
+                if index == len(statements) - 1:
+                    cur.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+                    before_last_commit = int(cur.fetchone()[0])  # type: ignore[index]
+                conn.commit()
+    finally:
+        conn.close()
+    return before_last_commit
+
+
+def _cpu_between(samples: list[dict[str, Any]], start: float, end: float, thread: str | None = None) -> float:
+    """Sidecar CPU seconds (of one kind of ``thread``, else all) from the last sample at or
+    before ``start`` to the first at or after ``end``."""
+    before = [s for s in samples if s["t"] <= start]
+    after = [s for s in samples if s["t"] >= end]
+    if not before or not after:
+        return math.nan
+    if thread is None:
+        return float(after[0]["cpu_s"] - before[-1]["cpu_s"])
+    return float(after[0]["threads"][thread] - before[-1]["threads"][thread])
+
+
+def throughput_run(settings: StackSettings, options: StreamingOptions, index: int) -> dict[str, float]:
+    scratch = Scratch(settings, "tput", NARROW_TABLE)
+    try:
+        scratch.create()
+        scratch.create_topic(scratch.data_topic)
+        t0 = time.monotonic()
+        target = _preload(scratch, options.changes, options.tx_rows)
+        preload_s = time.monotonic() - t0
+        properties = scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
+                                              **options.connector_overrides)
+        profile = _profile_path(options, f"throughput-{index}")
+        broker_pid = read_pid(devstack_kafka.paths_for(settings).pid_file)
+        sidecar = Sidecar(properties, scratch.workdir, profile)
+        try:
+            started = sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
+            first = sidecar.wait_for(lambda r: r["event"] == "first_change", 120, "the first change")
+            broker_cpu_start = process_cpu_seconds(broker_pid)
+            walsender_pid = scratch.slot_pid()
+            done = sidecar.wait_for(lambda r: r["event"] == "commit" and r["lsn"] > target, 600,
+                                    "the offsets to pass the last commit")
+            broker_cpu = process_cpu_seconds(broker_pid) - broker_cpu_start
+            walsender_cpu = process_cpu_seconds(walsender_pid)
+            time.sleep(0.25)  # one more sample after the end, for the CPU figure
+        finally:
+            exit_report = sidecar.stop()
+        if exit_report["events"] < options.changes:
+            raise RuntimeError(f"sidecar produced {exit_report['events']} of {options.changes} changes")
+        elapsed = done["t"] - started["t"]
+        drain = done["t"] - first["t"]
+        samples = sidecar.events("sample")
+        cpu = _cpu_between(samples, first["t"], done["t"])
+        main_cpu = _cpu_between(samples, first["t"], done["t"], "main")
+        rdkafka_cpu = _cpu_between(samples, first["t"], done["t"], "librdkafka")
+        return {
+            "max_changes_per_s": options.changes / elapsed,
+            "drain_changes_per_s": options.changes / drain,
+            "startup_s": first["t"] - started["t"],
+            "elapsed_s": elapsed,
+            "preload_s": preload_s,
+            "cpu_us_per_change": cpu / options.changes * 1e6,
+            "cpu_utilisation": cpu / drain,
+            "main_thread_cpu_us_per_change": main_cpu / options.changes * 1e6,
+            "librdkafka_cpu_us_per_change": rdkafka_cpu / options.changes * 1e6,
+            "walsender_cpu_us_per_change": walsender_cpu / options.changes * 1e6,
+            "broker_cpu_us_per_change": broker_cpu / options.changes * 1e6,
+            "rss_peak_mb": exit_report["rss_peak_kb"] / 1024,
+        }
+    finally:
+        scratch.cleanup()
+
+
+# --------------------------------------------------------------------------------------------
+# Latency
+# --------------------------------------------------------------------------------------------
+
+
+class _Stamper(threading.Thread):
+    """Consumes the data topic; for every record keeps (received µs, commit µs, emitted µs)."""
+
+    def __init__(self, settings: StackSettings, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer({
+            "bootstrap.servers": settings.bootstrap_servers, "group.id": f"bench-{uuid.uuid4().hex}",
+            "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1,
+        })
+        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        self.stamps: list[tuple[int, int, int]] = []
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        poll, stamps = self.consumer.poll, self.stamps
+        try:
+            while not self.stop_event.is_set():
+                msg = poll(0.05)
+                if msg is None:
+                    continue
+                received = time.time_ns() // 1000
+                if msg.error():
+                    continue
+                value = msg.value()
+                if value is None:
+                    continue
+                payload = orjson.loads(value[value.index(b'"payload":') + 10:-1])
+                stamps.append((received, payload["source"]["ts_us"], payload["ts_us"]))
+        finally:
+            self.consumer.close()
+
+
+def _write_steadily(scratch: Scratch, rate: int, tx_rows: int, seconds: float, first_id: int) -> tuple[int, float]:
+    """Commit ``tx_rows``-row transactions on a fixed schedule; returns (rows, achieved seconds)."""
+    conn = psycopg2.connect(scratch.settings.pg_dsn())
+    conn.autocommit = True
+    sql = (f"INSERT INTO public.{scratch.name} SELECT g, g %% 1000, 'note ' || g "
+           "FROM generate_series(%s, %s) g")
+    interval = tx_rows / rate
+    count = int(seconds / interval)
+    next_id = first_id
+    try:
+        with conn.cursor() as cur:
+            start = time.monotonic()
+            for i in range(count):
+                delay = start + i * interval - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                cur.execute(sql, (next_id, next_id + tx_rows - 1))
+                next_id += tx_rows
+            achieved = time.monotonic() - start
+    finally:
+        conn.close()
+    return next_id - first_id, achieved
+
+
+def latency_run(settings: StackSettings, options: StreamingOptions, index: int) -> dict[str, float]:
+    scratch = Scratch(settings, "lat", NARROW_TABLE)
+    try:
+        scratch.create()
+        scratch.create_topic(scratch.data_topic)
+        # The default offset.flush.interval.ms (60 s): latency does not need frequent offset commits,
+        # and their fsyncs in the loop would add stalls a production sidecar does not have.
+        properties = scratch.connector_config(**options.connector_overrides)
+        profile = _profile_path(options, f"latency-{index}")
+        stamper = _Stamper(settings, scratch.data_topic)
+        stamper.start()
+        try:
+            sidecar = Sidecar(properties, scratch.workdir, profile)
+        except BaseException:
+            stamper.stop_event.set()
+            raise
+        try:
+            sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
+            scratch.sql(f"INSERT INTO public.{scratch.name} VALUES (0, 0, 'ready')")
+            deadline = time.monotonic() + 60
+            while not stamper.stamps and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not stamper.stamps:
+                raise RuntimeError(f"the sidecar did not publish the first row\n{sidecar.log_tail()}")
+            window_start_us = time.time_ns() // 1000 + int(options.warmup_s * 1e6)
+            rows, achieved = _write_steadily(scratch, options.rate, options.latency_tx_rows,
+                                             options.warmup_s + options.duration_s, 1)
+            window_end_us = time.time_ns() // 1000
+            deadline = time.monotonic() + 60
+            while len(stamper.stamps) < rows + 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            stamper.stop_event.set()
+            stamper.join(10)
+            exit_report = sidecar.stop()
+        window = sorted(
+            (received - committed, emitted - committed)
+            for received, committed, emitted in stamper.stamps
+            if window_start_us <= committed <= window_end_us
+        )
+        totals = sorted(w[0] / 1000 for w in window)
+        sidecar_part = sorted(w[1] / 1000 for w in window)
+        return {
+            "p50_ms": percentile(totals, 0.50),
+            "p99_ms": percentile(totals, 0.99),
+            "max_ms": totals[-1] if totals else math.nan,
+            "sidecar_p50_ms": percentile(sidecar_part, 0.50),
+            "sidecar_p99_ms": percentile(sidecar_part, 0.99),
+            "offered_changes_per_s": rows / achieved,
+            "measured_changes": float(len(totals)),
+            "missing_changes": float(rows + 1 - len(stamper.stamps)),
+            "rss_peak_mb": exit_report["rss_peak_kb"] / 1024,
+        }
+    finally:
+        scratch.cleanup()
+
+
+# --------------------------------------------------------------------------------------------
+# The section
+# --------------------------------------------------------------------------------------------
+
+
+def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any = print) -> dict[str, Any]:
+    """Alternate throughput and latency runs ``options.runs`` times; the ``streaming`` section
+    plus the sidecar's ``rss_mb`` (peak during the throughput drain, the worst case)."""
+    tput: list[dict[str, float]] = []
+    lat: list[dict[str, float]] = []
+    for index in range(options.runs):
+        result = throughput_run(settings, options, index)
+        log(f"  throughput run {index + 1}/{options.runs}: {result['max_changes_per_s']:,.0f} changes/s "
+            f"(drain {result['drain_changes_per_s']:,.0f}/s, start-up {result['startup_s']:.2f}s, "
+            f"{result['cpu_us_per_change']:.1f} µs CPU/change, peak RSS {result['rss_peak_mb']:.0f} MB)")
+        tput.append(result)
+        result = latency_run(settings, options, index)
+        log(f"  latency run {index + 1}/{options.runs}: p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
+            f" at {result['offered_changes_per_s']:,.0f} changes/s ({result['measured_changes']:.0f} measured,"
+            f" {result['missing_changes']:.0f} missing)")
+        lat.append(result)
+
+    def col(rows: list[dict[str, float]], key: str) -> list[float]:
+        return [row[key] for row in rows]
+
+    k = f"{options.rate // 1000}k" if options.rate % 1000 == 0 else str(options.rate)
+    streaming: dict[str, Figure] = {
+        "max_changes_per_s": summarize(col(tput, "max_changes_per_s"), "changes/s", digits=0),
+        "drain_changes_per_s": summarize(col(tput, "drain_changes_per_s"), "changes/s", digits=0),
+        "startup_s": summarize(col(tput, "startup_s"), "s", digits=2),
+        "cpu_us_per_change": summarize(col(tput, "cpu_us_per_change"), "µs", digits=2),
+        "cpu_utilisation": summarize(col(tput, "cpu_utilisation"), "cores", digits=2),
+        "main_thread_cpu_us_per_change": summarize(col(tput, "main_thread_cpu_us_per_change"), "µs", digits=2),
+        "librdkafka_cpu_us_per_change": summarize(col(tput, "librdkafka_cpu_us_per_change"), "µs", digits=2),
+        "walsender_cpu_us_per_change": summarize(col(tput, "walsender_cpu_us_per_change"), "µs", digits=2),
+        "broker_cpu_us_per_change": summarize(col(tput, "broker_cpu_us_per_change"), "µs", digits=2),
+        f"p50_ms_at_{k}": summarize(col(lat, "p50_ms"), "ms", digits=2),
+        f"p99_ms_at_{k}": summarize(col(lat, "p99_ms"), "ms", digits=2),
+        f"max_ms_at_{k}": summarize(col(lat, "max_ms"), "ms", digits=2),
+        f"sidecar_p50_ms_at_{k}": summarize(col(lat, "sidecar_p50_ms"), "ms", digits=2),
+        f"sidecar_p99_ms_at_{k}": summarize(col(lat, "sidecar_p99_ms"), "ms", digits=2),
+        f"offered_changes_per_s_at_{k}": summarize(col(lat, "offered_changes_per_s"), "changes/s", digits=0),
+        f"missing_changes_at_{k}": summarize(col(lat, "missing_changes"), "changes", digits=0),
+        f"rss_mb_at_{k}": summarize(col(lat, "rss_peak_mb"), "MB"),
+    }
+    parameters = {
+        "changes": options.changes, "tx_rows": options.tx_rows, "rate": options.rate,
+        "duration_s": options.duration_s, "warmup_s": options.warmup_s,
+        "latency_tx_rows": options.latency_tx_rows, "offset_flush_interval_ms": FLUSH_INTERVAL_MS,
+        "latency_offset_flush_interval_ms": "default (60000)",
+        "table": NARROW_TABLE, "connector_overrides": options.connector_overrides,
+    }
+    return {
+        "streaming": {**streaming, "parameters": parameters},
+        "rss_mb": summarize(col(tput, "rss_peak_mb"), "MB",
+                            note="sidecar peak resident set (VmHWM) over a throughput run"),
+    }
