@@ -486,8 +486,12 @@ class IncrementalSnapshotter:
                 self._finish_table("ABORTED", announce=False)
             remaining = tuple(q for q in self._state.queue if q not in stopped)
             self._state = self._state.with_changes(queue=remaining)
-            if not remaining and not head_stopped:
-                self._state = self._state.with_changes(max_key=None, last_key=None, correlation_id=None)
+            if not remaining:
+                # Nothing left: the snapshot is over, as when its last table finishes (a pause does not
+                # outlive it, or the next execute-snapshot would start paused).
+                self._state = self._state.with_changes(max_key=None, last_key=None, correlation_id=None,
+                                                       paused=False)
+                self._chunk_end = None
             self._notify(notes.make("ABORTED", correlation, self._config.topic_prefix,
                                     data_collections=",".join(q.table for q in stopped)))
 

@@ -196,8 +196,11 @@ class PostgresChunkSource:
                 cur.execute(sql, params)
                 rows = list(cur.fetchall())
                 cur.execute("COMMIT")
+                # The insert location, not pg_current_wal_lsn() (the write location): a commit with
+                # synchronous_commit=off is visible once its record is inserted, possibly before it is
+                # written, and the high watermark must not be below any commit the snapshot saw.
                 cur.execute("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
-                            "ELSE pg_current_wal_lsn() END)::text")
+                            "ELSE pg_current_wal_insert_lsn() END)::text")
                 from signaller.model import parse_lsn
 
                 high = parse_lsn(cur.fetchone()[0])
