@@ -177,7 +177,7 @@ class CaptureLoop:
         from signaller.runtime.snapshots import SnapshotCoordinator
 
         snapshots = SnapshotCoordinator(config, catalog, sink, lambda change: self._send(sink, change, None),
-                                        self.control)
+                                        self.control, commit_now=lambda: self._commit(reader, sink, final=True))
         self._snapshots = snapshots
         try:
             tables = self._prepare_source(catalog)

@@ -41,13 +41,14 @@ class SnapshotCoordinator:
     """Owns the engine, the signal channels and the control queue for one capture session."""
 
     def __init__(self, config: SignallerConfig, catalog: Catalog, sink: KafkaSink, send: SendChange,
-                 control: SidecarControl | None) -> None:
+                 control: SidecarControl | None, commit_now: Callable[[], None] | None = None) -> None:
         from signaller.signals.filters import compile_filter
 
         self._config = config
         self._sink = sink
         self._send = send
         self.control = control
+        self._commit_now = commit_now
         self._source = PostgresChunkSource(config.libpq_dsn(), config.signal_data_collection,
                                            config.incremental_snapshot_watermarking_strategy.value)
         relations = RelationCache(catalog.resolve_type, not_null_columns=catalog.not_null_columns,
@@ -171,9 +172,16 @@ class SnapshotCoordinator:
             with self._adhoc_group():
                 self.engine.on_position(max(stream_lsn, self._last_end_lsn), (last_commit_lsn, 0))
         if self.control is not None:
+            answers = []
             for item, future in self.control.drain():
                 with self._adhoc_group():
                     outcome = self._apply_control(item)
+                answers.append((future, outcome))
+            if any(outcome.accepted for _, outcome in answers) and self._commit_now is not None:
+                # An accepted HTTP signal is answered only once its effect is in the stored offsets,
+                # so a crash right after the 202 cannot lose it (the other channels re-deliver).
+                self._commit_now()
+            for future, outcome in answers:
                 future.set_result(outcome)
         now = time.monotonic()
         if self._channels and now >= self._next_channel_poll:
