@@ -7,6 +7,7 @@ Property names follow Spark's Kafka source where one exists (``startingOffsets``
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,13 @@ class ApplyJobConfig:
     (``<schema>.<table>`` from the topic name minus the prefix). ``checkpoint_location``: Spark's
     checkpoint; a new checkpoint needs a new ``app_id`` (the Delta idempotent-write id) or every
     write would be skipped as already done, so ``app_id`` defaults to one derived from it.
+
+    ``target_catalog_prefix`` (e.g. ``"cdc."``) also registers each table in the session catalog
+    as ``<prefix><schema>_<table>`` (an external Delta table at the same path).
+    ``partition_by`` / ``cluster_by`` map ``"<schema>.<table>"`` to the column list a table is
+    created with (``PARTITIONED BY`` / liquid ``CLUSTER BY``; ignored for existing tables).
+    ``tombstone_retention_hours``: how long a delete is remembered against late, older events
+    (0 = not at all). ``master: null`` leaves the master to ``spark-submit``.
     """
 
     bootstrap_servers: str
@@ -44,6 +52,25 @@ class ApplyJobConfig:
     dead_letter_path: str | None = None
     master: str | None = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    target_catalog_prefix: str | None = None
+    partition_by: dict[str, list[str]] = field(default_factory=dict)
+    cluster_by: dict[str, list[str]] = field(default_factory=dict)
+
+    def layout_clause(self, table: str) -> str:
+        """``PARTITIONED BY (...)`` / ``CLUSTER BY (...)`` for ``"<schema>.<table>"``, or ``""``."""
+        from spark_jobs.connect_schema import quote
+
+        if table in self.partition_by:
+            return f"PARTITIONED BY ({', '.join(quote(c) for c in self.partition_by[table])})"
+        if table in self.cluster_by:
+            return f"CLUSTER BY ({', '.join(quote(c) for c in self.cluster_by[table])})"
+        return ""
+
+    def catalog_name(self, table: str) -> str | None:
+        """The catalog name of ``"<schema>.<table>"`` (``cdc.public_orders``), or None."""
+        if not self.target_catalog_prefix:
+            return None
+        return self.target_catalog_prefix + table.replace(".", "_")
 
     @property
     def effective_app_id(self) -> str:
@@ -61,7 +88,10 @@ ALIASES = {
     "maxOffsetsPerTrigger": "max_offsets_per_trigger",
     "failOnDataLoss": "fail_on_data_loss",
     "checkpointLocation": "checkpoint_location",
+    "partitionBy": "partition_by",
+    "clusterBy": "cluster_by",
 }
+_CATALOG_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.){1,2}$")
 
 
 def load_job_config(path: str | Path) -> ApplyJobConfig:
@@ -93,5 +123,28 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
             raise JobConfigError(msg)
     if bool(values.get("subscribe")) == bool(values.get("subscribe_pattern")):
         msg = f"{origin}: set exactly one of 'subscribe' (comma-separated topics) and 'subscribePattern' (a regex)"
+        raise JobConfigError(msg)
+    for layout in ("partition_by", "cluster_by"):
+        mapping = values.get(layout) or {}
+        if not isinstance(mapping, dict) or not all(
+            isinstance(cols, list) and cols and all(isinstance(c, str) and c for c in cols) for cols in mapping.values()
+        ):
+            msg = f"{origin}: {layout!r} must map '<schema>.<table>' to a non-empty list of columns, got {mapping!r}"
+            raise JobConfigError(msg)
+        values[layout] = {str(k): list(v) for k, v in mapping.items()}
+    both = set(values.get("partition_by", {})) & set(values.get("cluster_by", {}))
+    if both:
+        msg = f"{origin}: table(s) {sorted(both)} have both partition_by and cluster_by; Delta allows one"
+        raise JobConfigError(msg)
+    prefix = values.get("target_catalog_prefix")
+    if prefix is not None and not _CATALOG_PREFIX.match(str(prefix)):
+        msg = f"{origin}: target_catalog_prefix {prefix!r} must be '<database>.' or '<catalog>.<database>.'"
+        raise JobConfigError(msg)
+    for name in ("max_offsets_per_trigger",):
+        if values.get(name) is not None and (not isinstance(values[name], int) or values[name] <= 0):
+            msg = f"{origin}: {name!r} must be a positive integer, got {values[name]!r}"
+            raise JobConfigError(msg)
+    if float(values.get("tombstone_retention_hours", 0)) < 0:
+        msg = f"{origin}: 'tombstone_retention_hours' must be >= 0, got {values['tombstone_retention_hours']!r}"
         raise JobConfigError(msg)
     return ApplyJobConfig(**values)

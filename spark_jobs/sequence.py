@@ -11,10 +11,17 @@
   them, so a read sorts after every change the sidecar emitted before it and before every change
   after it: exactly its place in the topic.
 * ``kafka_offset`` breaks ties between events at the same position (a replayed duplicate, reads
-  of one window); per key it grows because a key always maps to the same partition.
+  of one window); per key it grows because a key always maps to the same partition (records are
+  keyed by primary key and partitioned by murmur2, so this holds as long as the topic's partition
+  count does not change). Offsets of different partitions are never compared for one key.
 
 So for one key, ``_cdc_seq`` grows in the order the source applied the changes, and an older
-version, whether late, duplicated or replayed, never has a larger sequence than a newer one.
+version, whether late, duplicated or replayed, never has a larger sequence than a newer one. A
+duplicate of an event (re-sent after a sidecar restart) has the same ``(commit_lsn, lsn)`` and a
+larger offset: it wins the tie, which is harmless because it carries the same row.
+
+Records without ``source.sequence`` and ``source.lsn`` have no position and are dead-lettered;
+truncates (``op: t``) are positioned like any change and remove every older row of the table.
 """
 
 from __future__ import annotations
@@ -52,14 +59,39 @@ def seq_column(sequence_text: Any, lsn: Any, offset: Any) -> Any:
 
 def schemas_of(value_json: str, key_json: str | None) -> tuple[dict[str, Any] | None, list[str]]:
     """From one record: its envelope schema (None when the converter embeds none) and its key
-    column names (from the key's schema, else from the key object's members)."""
+    column names (see :func:`key_names`)."""
     value = json.loads(value_json)
     envelope = value.get("schema") if isinstance(value, dict) and "payload" in value else None
-    keys: list[str] = []
-    if key_json:
+    return envelope, key_names(key_json)
+
+
+def key_names(key_json: str | None) -> list[str]:
+    """Key column names of a record key: the fields of its embedded ``...Key`` schema, else the
+    members of the key object (``schemas.enable=false``); empty for a null or non-object key."""
+    if not key_json:
+        return []
+    try:
         key = json.loads(key_json)
-        if isinstance(key, dict) and "schema" in key and "payload" in key:
-            keys = [f["field"] for f in (key["schema"] or {}).get("fields", [])]
-        elif isinstance(key, dict):
-            keys = list(key)
-    return envelope, keys
+    except json.JSONDecodeError:
+        return []
+    if isinstance(key, dict) and "schema" in key and "payload" in key:
+        schema = key["schema"] if isinstance(key["schema"], dict) else {}
+        if schema.get("fields"):
+            return [f["field"] for f in schema["fields"]]
+        payload = key["payload"]
+        return list(payload) if isinstance(payload, dict) else []
+    if isinstance(key, dict):
+        return list(key)
+    return []
+
+
+def seq_tuple(value: Any) -> tuple[int, int, int] | None:
+    """A ``_cdc_seq`` value (Row, dict, list or JSON text) as a comparable tuple; None if absent."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = json.loads(value)
+    if isinstance(value, dict):
+        value = (value["commit_lsn"], value["lsn"], value["kafka_offset"])
+    commit, lsn, offset = value
+    return int(commit), int(lsn), int(offset)

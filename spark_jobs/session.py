@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.session.timeZone": "UTC",
+    # INT96 (Spark's default) cannot hold dates past 2262 for readers that map it to nanoseconds.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.driver.memory": "2g",
 }
 _VERSION_SUFFIX = re.compile(r"-[0-9][^-]*\.jar$")
@@ -55,6 +58,10 @@ def build_session(
     """
     from pyspark.sql import SparkSession
 
+    if master and master.startswith("local"):
+        # Python workers (the decimal UDFs, schema inference) run this interpreter, which can
+        # import spark_jobs; Spark's default is whatever "python3" is on the PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)

@@ -1,4 +1,8 @@
-"""A session-wide SparkSession with Delta and the Kafka connector, from the stack's jars."""
+"""A session-wide SparkSession with Delta and the Kafka connector, from the stack's jars.
+
+``FAST_START`` trades peak speed for start-up: the tests' JVMs live minutes on a small, shared
+machine, where C2 compilation and many shuffle partitions cost more than they return.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,19 @@ from signaller.devstack.spark import jars_dir
 
 pytestmark = pytest.mark.spark
 
+FAST_START = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+}
+
 
 @pytest.fixture(scope="session")
-def spark(stack: StackSettings) -> Iterator[Any]:
+def spark(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from spark_jobs.session import build_session
 
-    session = build_session("signaller-tests", master="local[2]", jars_dir=str(jars_dir(stack)))
+    conf = {**FAST_START, "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse"))}
+    session = build_session("signaller-tests", master="local[2]", jars_dir=str(jars_dir(stack)), conf=conf)
     yield session
     session.stop()

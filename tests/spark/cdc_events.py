@@ -1,0 +1,85 @@
+"""Synthetic Debezium change events, rendered by the sidecar's own serializer and type codecs.
+
+``SourceTable`` turns PostgreSQL text values (what pgoutput sends) into the Kafka key and value
+bytes the sidecar would publish: ``signaller.sources.postgres.types.codec_for`` converts the
+text, ``EnvelopeSerializer`` renders the JsonConverter record, with or without schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
+from signaller.sinks.serde.json_converter import EnvelopeSerializer
+from signaller.sources.postgres.types import TypeModes, codec_for, placeholder_for
+
+Record = tuple[bytes | None, bytes | None]
+
+
+class SourceTable:
+    """One captured table: columns, the type modes per column and the serializer.
+
+    ``event(op, commit, lsn, before=..., after=...)`` takes row dicts of PostgreSQL *text*
+    values (None = SQL NULL, :data:`TOAST` = unchanged TOASTed value) and returns ``(key, value)``.
+    ``commit`` is the previous transaction's commit LSN (``source.sequence[0]``), ``lsn`` the
+    change's LSN; snapshot reads (``op="r"``) carry the window's position the same way.
+    """
+
+    def __init__(
+        self, prefix: str, name: str, columns: list[Column], *, schemas_enable: bool = True,
+        modes: Mapping[str, TypeModes] | None = None, schema: str = "public",
+    ) -> None:
+        self.table = TableSchema(TableId(schema, name), tuple(columns))
+        self.codecs = {c.name: codec_for(c, (modes or {}).get(c.name, TypeModes())) for c in columns}
+        self.serializer = EnvelopeSerializer(
+            self.table, self.codecs, topic_prefix=prefix, database="inventory", schemas_enable=schemas_enable
+        )
+        self.topic = self.serializer.topic
+
+    def values(self, texts: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if texts is None:
+            return None
+        out: dict[str, Any] = {}
+        for column in self.table.columns:
+            text = texts.get(column.name)
+            codec = self.codecs[column.name]
+            if text is TOAST:
+                out[column.name] = placeholder_for(codec)
+            else:
+                out[column.name] = None if text is None else codec.convert(text)
+        return out
+
+    def event(
+        self, op: str, commit: int, lsn: int, *, before: Mapping[str, Any] | None = None,
+        after: Mapping[str, Any] | None = None,
+    ) -> Record:
+        kind = Op(op)
+        snapshot = "incremental" if kind is Op.READ else None
+        old, new = self.values(before), self.values(after)
+        event = ChangeEvent(
+            kind, self.table.table_id, old, new, None if snapshot else lsn, None if snapshot else lsn + 8,
+            commit, None if snapshot else 700 + lsn % 97, 1_700_000_000_000_000 + lsn, snapshot,
+        )
+        if snapshot:  # reads: the window's stream position is in the sequence, txId/lsn are null
+            event = _with_position(event, commit, lsn)
+        key = None if kind is Op.TRUNCATE else self.serializer.serialize_key(new if new is not None else old)
+        return key, self.serializer.serialize_value(event, ts_us_now=1_700_000_000_000_000 + lsn)
+
+    def tombstone(self, before: Mapping[str, Any]) -> Record:
+        """The Kafka tombstone Debezium sends after a delete (same key, null value)."""
+        return self.serializer.serialize_key(self.values(before)), None
+
+
+class _Toast:
+    def __repr__(self) -> str:
+        return "TOAST"
+
+
+TOAST: Any = _Toast()
+
+
+def _with_position(event: ChangeEvent, commit: int, lsn: int) -> ChangeEvent:
+    """A snapshot read whose ``source.sequence`` is ``[commit, lsn]`` (the window's position)."""
+    return ChangeEvent(event.op, event.table, event.before, event.after, lsn, None, commit, None,
+                       event.commit_ts_us, event.snapshot)

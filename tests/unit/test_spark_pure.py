@@ -1,0 +1,209 @@
+"""The apply job's pure logic (no Spark session): Connect schema → Delta types, decimals, schema
+reconciliation, the sequence and the job configuration."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from signaller.model import Column
+from signaller.sources.postgres.types import TypeModes, codec_for, unscaled_bytes
+from spark_jobs import sequence
+from spark_jobs.apply_changes import BatchApplier, BatchError, Group, TableState, table_path
+from spark_jobs.connect_schema import (
+    UnsupportedSchemaError,
+    column_spec,
+    connect_node_of_spark,
+    decode_decimal,
+    decode_variable_decimal,
+    envelope_row_struct,
+    key_fields,
+    reconcile,
+    widening,
+)
+from spark_jobs.job_config import JobConfigError, config_from_mapping, load_job_config
+
+pytestmark = pytest.mark.unit
+
+
+def spec_of(type_name: str, typmod: int = -1, modes: TypeModes | None = None) -> object:
+    element = type_name[1:] if type_name.startswith("_") else None
+    codec = codec_for(Column("c", 0, type_name, typmod, element_type_name=element), modes or TypeModes())
+    return column_spec({**codec.schema, "field": "c"})
+
+
+@pytest.mark.parametrize(
+    ("type_name", "typmod", "modes", "ddl"),
+    [
+        ("int2", -1, TypeModes(), "SMALLINT"),
+        ("int8", -1, TypeModes(), "BIGINT"),
+        ("numeric", (10 << 16 | 2) + 4, TypeModes(), "DECIMAL(10,2)"),
+        ("numeric", -1, TypeModes(), "STRING"),
+        ("numeric", -1, TypeModes(decimal_handling="double"), "DOUBLE"),
+        ("bytea", -1, TypeModes(), "BINARY"),
+        ("date", -1, TypeModes(), "DATE"),
+        ("date", -1, TypeModes(time_precision="connect"), "DATE"),
+        ("time", -1, TypeModes(), "STRING"),
+        ("timetz", -1, TypeModes(), "STRING"),
+        ("timestamp", -1, TypeModes(), "TIMESTAMP_NTZ"),
+        ("timestamp", 3, TypeModes(), "TIMESTAMP_NTZ"),
+        ("timestamp", -1, TypeModes(time_precision="connect"), "TIMESTAMP_NTZ"),
+        ("timestamptz", -1, TypeModes(), "TIMESTAMP"),
+        ("interval", -1, TypeModes(), "BIGINT"),
+        ("interval", -1, TypeModes(interval_handling="string"), "STRING"),
+        ("_int4", -1, TypeModes(), "ARRAY<INT>"),
+        ("_date", -1, TypeModes(), "ARRAY<DATE>"),
+        ("_numeric", (10 << 16 | 2) + 4, TypeModes(), "ARRAY<DECIMAL(10,2)>"),
+    ],
+)
+def test_delta_type_of_each_encoding(type_name: str, typmod: int, modes: TypeModes, ddl: str) -> None:
+    assert spec_of(type_name, typmod, modes).target_ddl == ddl  # type: ignore[attr-defined]
+
+
+def test_conversions_are_sql_over_the_raw_value_and_arrays_convert_items() -> None:
+    date = spec_of("date")
+    assert "date_add(DATE'1970-01-01', {col})" in date.target_expr  # type: ignore[attr-defined]
+    assert spec_of("_date").target_expr.startswith("transform({col}, x0 -> ")  # type: ignore[attr-defined]
+    assert spec_of("numeric", (10 << 16 | 2) + 4).udf == ("decimal", 10, 2)  # type: ignore[attr-defined]
+    assert spec_of("numeric").udf == ("vsdecimal", 0, 0)  # type: ignore[attr-defined]
+    assert not spec_of("text").converted and spec_of("timestamp").converted  # type: ignore[attr-defined]
+
+
+def test_toast_placeholder_tests_follow_the_encoding() -> None:
+    assert spec_of("text").toast_test == "{col} = '__debezium_unavailable_value'"  # type: ignore[attr-defined]
+    assert "AS BINARY" in spec_of("bytea").toast_test  # type: ignore[attr-defined]
+    assert "array(95, 95, 100" in spec_of("_int4").toast_test  # type: ignore[attr-defined]
+    assert "[0] = '__debezium_unavailable_value'" in spec_of("_text").toast_test  # type: ignore[attr-defined]
+    assert spec_of("int4").toast_test is None  # type: ignore[attr-defined]
+    assert spec_of("numeric", (10 << 16 | 2) + 4).toast_test is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("text", ["-12.50", "0.00", "99999999.99", "-99999999.99", "0.01"])
+def test_decimal_bytes_decode_exactly(text: str) -> None:
+    codec = codec_for(Column("c", 0, "numeric", (10 << 16 | 2) + 4), TypeModes())
+    import base64
+
+    raw = base64.b64decode(codec.convert(text))
+    assert decode_decimal(raw, 2, 10) == Decimal(text)
+    assert decode_decimal(None, 2) is None
+    assert decode_decimal(unscaled_bytes(10**12), 2, 10) is None  # does not fit DECIMAL(10,2): dead letter
+
+
+@pytest.mark.parametrize(("text", "expected"), [("3.14159", "3.14159"), ("-12.500", "-12.5"), ("1000", "1000"),
+                                                ("0", "0"), ("12345678901234567890.123", "12345678901234567890.123")])
+def test_variable_scale_decimal_becomes_exact_text(text: str, expected: str) -> None:
+    import base64
+
+    value = codec_for(Column("c", 0, "numeric"), TypeModes()).convert(text)
+    assert decode_variable_decimal({"scale": value["scale"], "value": base64.b64decode(value["value"])}) == expected
+    assert decode_variable_decimal(None) is None
+
+
+def test_widening_rules() -> None:
+    assert widening("INT", "BIGINT") and widening("TINYINT", "INT") and widening("FLOAT", "DOUBLE")
+    assert widening("INT", "DOUBLE") and widening("DATE", "TIMESTAMP_NTZ")
+    assert widening("DECIMAL(10,2)", "DECIMAL(12,4)") and widening("INT", "DECIMAL(12,2)")
+    assert not widening("BIGINT", "INT") and not widening("INT", "STRING") and not widening("BIGINT", "DOUBLE")
+    assert not widening("DECIMAL(10,2)", "DECIMAL(10,4)") and not widening("INT", "DECIMAL(10,2)")
+    assert not widening("STRING", "STRING")
+
+
+def _cols(**types: str) -> list[object]:
+    names = {"INT": "int32", "BIGINT": "int64", "STRING": "string", "SMALLINT": "int16"}
+    return [column_spec({"type": names[t], "optional": True, "field": n}) for n, t in types.items()]
+
+
+def test_reconcile_adds_widens_keeps_and_rejects() -> None:
+    stored = _cols(id="INT", qty="INT")
+    rec = reconcile(stored, [_cols(id="INT", qty="BIGINT", extra="STRING")])  # type: ignore[arg-type]
+    assert rec.error is None
+    assert [c.name for c in rec.added] == ["extra"] and rec.widened == [("qty", "INT", "BIGINT")]
+    assert [c.target_ddl for c in rec.columns] == ["INT", "BIGINT", "STRING"]
+    narrower = reconcile(_cols(id="INT", qty="BIGINT"), [_cols(id="INT", qty="SMALLINT")])  # type: ignore[arg-type]
+    assert narrower.error is None and narrower.widened == [] and narrower.columns[1].target_ddl == "BIGINT"
+    bad = reconcile(stored, [_cols(id="INT", qty="BIGINT"), _cols(id="INT", qty="STRING")])  # type: ignore[arg-type]
+    assert bad.error == ("incompatible schema change: column 'qty' changes type from BIGINT to STRING, "
+                         "which Delta cannot widen")
+    fresh = reconcile(None, [_cols(id="INT")])  # type: ignore[arg-type]
+    assert [c.name for c in fresh.added] == ["id"] and fresh.widened == []
+
+
+def test_inferred_spark_types_become_connect_nodes() -> None:
+    inferred = {"type": "struct", "fields": [
+        {"name": "a", "type": "long"}, {"name": "b", "type": {"type": "array", "elementType": "double"}},
+        {"name": "c", "type": {"type": "struct", "fields": [{"name": "scale", "type": "long"}]}},
+    ]}
+    nodes = [connect_node_of_spark(f["type"], f["name"]) for f in inferred["fields"]]
+    assert [column_spec(n).target_ddl for n in nodes] == ["BIGINT", "ARRAY<DOUBLE>", "STRUCT<`scale`: BIGINT>"]
+    with pytest.raises(UnsupportedSchemaError):
+        connect_node_of_spark("timestamp", "x")
+
+
+def test_envelope_and_key_schemas() -> None:
+    envelope = json.loads((Path(__file__).parents[2] / "schemas" / "envelope.example.json").read_text())
+    row = envelope_row_struct(envelope["value"]["schema"])
+    assert [f["field"] for f in row["fields"]] == ["id", "note"]
+    assert key_fields(envelope["key"]["schema"]) == ["id"]
+    with pytest.raises(UnsupportedSchemaError):
+        envelope_row_struct({"fields": [{"field": "op"}]})
+
+
+def test_sequence_parsing_and_key_names() -> None:
+    assert sequence.parse_sequence('["24023128","24023160"]') == (24023128, 24023160)
+    assert sequence.parse_sequence('[null,"5"]') == (None, 5)
+    assert sequence.parse_sequence("garbage") == (None, None)
+    assert sequence.key_names('{"schema":{"fields":[{"field":"a"},{"field":"b"}]},"payload":{"a":1,"b":2}}') == [
+        "a", "b"]
+    assert sequence.key_names('{"id": 3}') == ["id"]
+    assert sequence.key_names(None) == [] and sequence.key_names("not json") == []
+    assert sequence.seq_tuple({"commit_lsn": 1, "lsn": 2, "kafka_offset": 3}) == (1, 2, 3)
+    assert sequence.seq_tuple("[1, 2, 3]") < sequence.seq_tuple([1, 3, 0])  # type: ignore[operator]
+
+
+def test_job_config_validation(tmp_path: Path) -> None:
+    base = {"kafka.bootstrap.servers": "b:9092", "target_root": "/t", "checkpointLocation": "/c", "subscribe": "x"}
+    cfg = config_from_mapping({**base, "partition_by": {"public.orders": ["region"]},
+                               "cluster_by": {"public.items": ["id"]}, "target_catalog_prefix": "cdc.",
+                               "maxOffsetsPerTrigger": 100, "master": None})
+    assert cfg.layout_clause("public.orders") == "PARTITIONED BY (`region`)"
+    assert cfg.layout_clause("public.items") == "CLUSTER BY (`id`)" and cfg.layout_clause("public.x") == ""
+    assert cfg.catalog_name("public.orders") == "cdc.public_orders" and cfg.master is None
+    assert config_from_mapping(base).catalog_name("public.orders") is None
+    for bad in ({"partition_by": {"public.a": []}}, {"partition_by": {"t": ["a"]}, "cluster_by": {"t": ["a"]}},
+                {"target_catalog_prefix": "cdc"}, {"maxOffsetsPerTrigger": 0}, {"subscribePattern": "x.*"},
+                {"tombstone_retention_hours": -1}, {"nope": 1}):
+        with pytest.raises(JobConfigError):
+            config_from_mapping({**base, **bad})
+    path = tmp_path / "job.yaml"
+    path.write_text("kafka.bootstrap.servers: b:9092\ntarget_root: /t\ncheckpointLocation: /c\n"
+                    "subscribePattern: 'p\\..*'\nmaster: null\nfailOnDataLoss: false\n")
+    loaded = load_job_config(path)
+    assert loaded.subscribe_pattern == "p\\..*" and loaded.master is None and loaded.fail_on_data_loss is False
+
+
+def test_key_columns_must_match_the_stored_table() -> None:
+    cfg = config_from_mapping({"kafka.bootstrap.servers": "b", "target_root": "/t/", "checkpointLocation": "/c",
+                               "subscribePattern": "p\\..*", "topic_prefix": "p"})
+    applier = BatchApplier(cfg)
+    stored = TableState([], ["id"], None, {}, {})
+    assert applier._keys([Group(True, 1, None, ["id"], [])], stored) == ["id"]
+    assert applier._keys([Group(True, 1, None, [], [])], stored) == ["id"]  # truncates carry no key
+    with pytest.raises(BatchError, match=r"key columns change from \['id'\] to \['id', 'code'\]"):
+        applier._keys([Group(True, 1, None, ["id", "code"], [])], stored)
+    with pytest.raises(BatchError, match="within the batch"):
+        applier._keys([Group(True, 1, None, ["id"], []), Group(True, 2, None, ["code"], [])], None)
+    with pytest.raises(BatchError, match="no key"):
+        applier._keys([Group(False, None, None, [], [])], None)
+    assert table_path(cfg, "p.public.orders") == ("public.orders", "/t/public/orders")
+
+
+def test_only_the_known_kafka_metrics_failure_restarts_the_query() -> None:
+    from spark_jobs.apply_changes import _is_spark_55271
+
+    npe = ('[STREAM_FAILED] Query terminated with exception: Cannot invoke "scala.collection.IterableOps.map('
+           'scala.Function1)" because the return value of "scala.Option.get()" is null SQLSTATE: XXKST')
+    assert _is_spark_55271(RuntimeError(npe))
+    assert not _is_spark_55271(RuntimeError("[STREAM_FAILED] DELTA_CONCURRENT_APPEND"))
