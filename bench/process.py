@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -29,23 +30,20 @@ def process_cpu_seconds(pid: int | None) -> float:
 
 
 class SidecarFailed(RuntimeError):
-    """The sidecar exited with an error or did not reach a state in time."""
+    """The sidecar (or another reporting process) exited with an error or did not reach a state in time."""
 
 
-class Sidecar:
-    """One ``python -m bench.sidecar`` process and the reports it printed so far."""
+class ReportingProcess:
+    """A child process printing JSON-lines reports on stdout (stderr goes to ``stderr_path``), and
+    the reports it printed so far. With ``stdin=True`` its stdin is a pipe for :meth:`send`."""
 
-    def __init__(self, properties: dict[str, object], workdir: Path, profile: Path | None = None) -> None:
-        config_path = workdir / "connector.json"
-        config_path.write_text(json.dumps(properties))
-        self.stderr_path = workdir / "sidecar.log"
+    def __init__(self, args: list[str], stderr_path: Path, stdin: bool = False,
+                 env: dict[str, str] | None = None) -> None:
+        self.stderr_path = stderr_path
         self._stderr = self.stderr_path.open("wb")
-        args = [sys.executable, "-m", "bench.sidecar", str(config_path)]
-        if profile is not None:
-            args.append(str(profile))
-        env = {**os.environ, "SIGNALLER_LOG_FORMAT": "text"}
         self.spawned_at = time.time()
-        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     env=env or dict(os.environ), stdin=subprocess.PIPE if stdin else None)
         self.reports: list[dict[str, Any]] = []
         self._changed = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -65,10 +63,12 @@ class Sidecar:
             self.reports.append({"event": "eof", "t": time.time()})
             self._changed.notify_all()
 
-    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float, what: str) -> dict[str, Any]:
-        """The first report satisfying ``predicate``; SidecarFailed on exit or timeout."""
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float, what: str,
+                 start: int = 0) -> dict[str, Any]:
+        """The first report (from index ``start`` on) satisfying ``predicate``; SidecarFailed on exit
+        or timeout."""
         deadline = time.monotonic() + timeout_s
-        index = 0
+        index = start
         with self._changed:
             while True:
                 while index < len(self.reports):
@@ -77,11 +77,21 @@ class Sidecar:
                     if predicate(item):
                         return item
                     if item["event"] in ("exit", "eof"):
-                        raise SidecarFailed(f"sidecar exited while waiting for {what}: {item}\n{self.log_tail()}")
+                        raise SidecarFailed(f"process exited while waiting for {what}: {item}\n{self.log_tail()}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise SidecarFailed(f"timed out after {timeout_s:.0f}s waiting for {what}\n{self.log_tail()}")
                 self._changed.wait(remaining)
+
+    def send(self, command: dict[str, Any]) -> int:
+        """Write one command line on stdin (``--control`` sidecars, :mod:`bench.spark_worker`); returns
+        the number of reports received so far, for :meth:`wait_for`'s ``start``."""
+        assert self.proc.stdin is not None, "started without a stdin pipe"
+        with self._changed:
+            seen = len(self.reports)
+        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
+        self.proc.stdin.flush()
+        return seen
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         with self._changed:
@@ -89,6 +99,9 @@ class Sidecar:
 
     def stop(self, timeout_s: float = 30.0) -> dict[str, Any]:
         """SIGTERM, wait for the exit report; kill if it does not come."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -100,7 +113,7 @@ class Sidecar:
         self._stderr.close()
         exits = self.events("exit")
         if not exits:
-            raise SidecarFailed(f"sidecar gave no exit report (code {self.proc.returncode})\n{self.log_tail()}")
+            raise SidecarFailed(f"process gave no exit report (code {self.proc.returncode})\n{self.log_tail()}")
         return exits[-1]
 
     def log_tail(self, lines: int = 20) -> str:
@@ -109,3 +122,19 @@ class Sidecar:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+class Sidecar(ReportingProcess):
+    """One ``python -m bench.sidecar`` process (``control=True``: with ``--control``, commands on stdin)."""
+
+    def __init__(self, properties: dict[str, object], workdir: Path, profile: Path | None = None,
+                 control: bool = False) -> None:
+        config_path = workdir / "connector.json"
+        config_path.write_text(json.dumps(properties))
+        args = [sys.executable, "-m", "bench.sidecar", str(config_path)]
+        if profile is not None:
+            args.append(str(profile))
+        if control:
+            args.append("--control")
+        env = {**os.environ, "SIGNALLER_LOG_FORMAT": "text"}
+        super().__init__(args, workdir / "sidecar.log", stdin=control, env=env)

@@ -2,9 +2,11 @@
 ``bench/results/<UTC timestamp>.json`` and ``bench/results/latest.json``, print a table, and stop
 whatever part of the stack this run started.
 
-Sections run in the order given by ``--only`` (default: all registered in :data:`SECTIONS`).
+Sections run in the order given by ``--sections`` (default: all registered in :data:`SECTIONS`:
+streaming, snapshot, apply). ``--quick``: one run and smaller sizes, for development.
 Adding a benchmark: a module with a function ``(settings, args, log) -> dict`` returning
-``{section name: {figure name: bench.stats.summarize(...)}}``, registered in :data:`SECTIONS`.
+``{section name: {figure name: bench.stats.summarize(...)}}``, registered in :data:`SECTIONS`
+(a returned ``rss_mb`` object is merged into the document's ``rss_mb``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.apply import ApplyOptions, run_apply
 from bench.results import format_table, machine_info, write_results
+from bench.snapshot import SnapshotOptions, run_snapshot
 from bench.streaming import StreamingOptions, run_streaming
 from signaller.devstack import Stack, StackSettings
 
@@ -36,29 +40,101 @@ def _streaming(settings: StackSettings, args: argparse.Namespace, log: Callable[
     return run_streaming(settings, options, log)
 
 
-SECTIONS: dict[str, Section] = {"streaming": _streaming}
+def _snapshot(settings: StackSettings, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    options = SnapshotOptions(
+        runs=args.runs, rows=args.snapshot_rows, range_rows=args.range_rows, chunk_sizes=tuple(args.chunk_sizes),
+        live_rate=args.live_rate, idle_s=args.idle, connector_overrides=dict(item.split("=", 1) for item in args.set),
+    )
+    return run_snapshot(settings, options, log)
+
+
+def _apply(settings: StackSettings, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    small, large = args.apply_batches
+    options = ApplyOptions(runs=args.runs, rows=args.apply_rows, small=small, large=large, warmup=args.apply_warmup,
+                           e2e_rate=args.e2e_rate, e2e_window_s=args.e2e_window, e2e_warmup_s=args.e2e_warmup)
+    return run_apply(settings, options, log)
+
+
+SECTIONS: dict[str, Section] = {"streaming": _streaming, "snapshot": _snapshot, "apply": _apply}
+
+QUICK = {
+    "runs": 1, "changes": 50_000, "duration": 5.0, "warmup": 1.0,
+    "snapshot_rows": 100_000, "range_rows": 32_768, "chunk_sizes": [4096, 16384], "idle": 5.0,
+    "apply_rows": 100_000, "apply_batches": [2_000, 20_000], "apply_warmup": 500, "e2e_window": 10.0,
+    "e2e_warmup": 5.0,
+}
+"""``--quick``: what changes (options given explicitly still win)."""
+DEFAULTS = {
+    "runs": 3, "changes": 300_000, "duration": 20.0, "warmup": 2.0,
+    "snapshot_rows": 1_000_000, "range_rows": 196_608, "chunk_sizes": [4096, 16384, 65536], "idle": 10.0,
+    "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 20.0,
+    "e2e_warmup": 10.0,
+}
+
+
+def _sections(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown section(s) {unknown}; choose from {', '.join(SECTIONS)}")
+    return names
+
+
+def _ints(text: str) -> list[int]:
+    return [int(item) for item in text.split(",") if item.strip()]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="*", choices=sorted(SECTIONS), default=list(SECTIONS),
-                        help="sections to run (default: all)")
-    parser.add_argument("--runs", type=int, default=3, help="repetitions of every measurement (default 3)")
-    parser.add_argument("--changes", type=int, default=300_000, help="throughput: preloaded changes")
-    parser.add_argument("--tx-rows", type=int, default=1_000, help="throughput: rows per preload transaction")
-    parser.add_argument("--rate", type=int, default=5_000, help="latency: offered changes per second")
-    parser.add_argument("--duration", type=float, default=20.0, help="latency: measured seconds")
-    parser.add_argument("--warmup", type=float, default=2.0, help="latency: seconds written before measuring")
-    parser.add_argument("--latency-tx-rows", type=int, default=20, help="latency: rows per writer transaction")
-    parser.add_argument("--profile-dir", help="run the sidecar under a profiler, one file per run here")
-    parser.add_argument("--profiler", choices=["cprofile", "pyinstrument"], default="cprofile",
-                        help="cProfile .prof stats, or pyinstrument's call tree as .txt (pip install pyinstrument)")
+    parser.add_argument("--sections", type=_sections, default=None, metavar="LIST",
+                        help=f"comma-separated sections to run, in order (default: {','.join(SECTIONS)})")
+    parser.add_argument("--only", nargs="*", choices=sorted(SECTIONS), default=None,
+                        help="the same as --sections, space-separated (kept for old command lines)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one run and smaller sizes, for development: " + ", ".join(
+                            f"{k.replace('_', '-')} {v}" for k, v in QUICK.items()))
+    parser.add_argument("--runs", type=int, help="repetitions of every measurement (default 3)")
+    group = parser.add_argument_group("streaming")
+    group.add_argument("--changes", type=int, help="throughput: preloaded changes (default 300,000)")
+    group.add_argument("--tx-rows", type=int, default=1_000, help="throughput: rows per preload transaction")
+    group.add_argument("--rate", type=int, default=5_000, help="latency: offered changes per second")
+    group.add_argument("--duration", type=float, help="latency: measured seconds (default 20)")
+    group.add_argument("--warmup", type=float, help="latency: seconds written before measuring (default 2)")
+    group.add_argument("--latency-tx-rows", type=int, default=20, help="latency: rows per writer transaction")
+    group.add_argument("--profile-dir", help="run the sidecar under a profiler, one file per run here")
+    group.add_argument("--profiler", choices=["cprofile", "pyinstrument"], default="cprofile",
+                       help="cProfile .prof stats, or pyinstrument's call tree as .txt (pip install pyinstrument)")
+    group = parser.add_argument_group("snapshot")
+    group.add_argument("--snapshot-rows", type=int, help="rows of the snapshotted table (default 1,000,000)")
+    group.add_argument("--range-rows", type=int,
+                       help="key-range snapshots (chunk-size search, under load): rows (default 196,608)")
+    group.add_argument("--chunk-sizes", type=_ints, metavar="N,N,...",
+                       help="chunk sizes tried besides 1024 (default 4096,16384,65536)")
+    group.add_argument("--live-rate", type=int, default=2_000, help="live writer's changes/s (default 2,000)")
+    group.add_argument("--idle", type=float, help="idle live-latency window, s (default 10)")
+    group = parser.add_argument_group("apply")
+    group.add_argument("--apply-rows", type=int, help="rows of the Delta table (default 1,000,000; cached)")
+    group.add_argument("--apply-batches", type=_ints, metavar="SMALL,LARGE",
+                       help="micro-batch sizes in changes (default 10000,100000)")
+    group.add_argument("--apply-warmup", type=int, help="changes in the untimed first batch (default 1,000)")
+    group.add_argument("--e2e-rate", type=int, default=1_000, help="end-to-end writer's changes/s (default 1,000)")
+    group.add_argument("--e2e-window", type=float, help="end-to-end: seconds per measured window (default 20)")
+    group.add_argument("--e2e-warmup", type=float, help="end-to-end: seconds written before measuring (default 10)")
     parser.add_argument("--set", action="append", default=[], metavar="PROP=VALUE",
                         help="extra Debezium/signaller property for the sidecar under test (repeatable), "
                              "e.g. --set producer.linger.ms=20")
     parser.add_argument("--no-write", action="store_true", help="print the table but write no results file")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.sections is not None and args.only is not None:
+        parser.error("give --sections or --only, not both")
+    args.sections = args.sections or args.only or list(SECTIONS)
+    for key, value in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, QUICK[key] if args.quick else value)
+    if len(args.apply_batches) != 2:
+        parser.error("--apply-batches takes two sizes: SMALL,LARGE")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,10 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     document: dict[str, Any] = {}
     try:
         machine = machine_info({"stack_started_by_bench": started})
-        for name in args.only:
+        for name in args.sections:
             log(f"[{name}]")
             t0 = time.monotonic()
-            document.update(SECTIONS[name](stack.settings, args, log))
+            result = SECTIONS[name](stack.settings, args, log)
+            rss = result.pop("rss_mb", None)
+            document.update(result)
+            if rss:
+                document.setdefault("rss_mb", {}).update(rss)
             log(f"[{name}] {time.monotonic() - t0:.0f}s")
     finally:
         if started:
@@ -89,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         "count": args.runs,
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began)),
         "duration_s": round(time.time() - began, 1),
-        "sections": args.only,
+        "sections": args.sections,
+        "quick": args.quick,
         "command": " ".join(["python -m bench.run", *(sys.argv[1:] if argv is None else argv)]),
     }
     print(format_table(document))

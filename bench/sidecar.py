@@ -1,4 +1,4 @@
-"""The sidecar under test, in a process of its own: ``python -m bench.sidecar CONFIG.json [PROFILE]``.
+"""The sidecar under test, in a process of its own: ``python -m bench.sidecar CONFIG.json [PROFILE] [--control]``.
 
 Runs one :class:`~signaller.runtime.capture.CaptureLoop` (what ``signaller run`` runs, with its
 control queue and metrics, minus the HTTP server and the supervisor's retries) on the Debezium
@@ -15,6 +15,19 @@ commit timestamps use):
 * ``{"event": "sample", "events": N, "cpu_s": S, "rss_kb": K, "threads": {kind: S}}`` every
   100 ms (``threads``: CPU seconds of the loop's thread, librdkafka's threads and the rest);
 * ``{"event": "exit", "events": N, "cpu_s": S, "rss_kb": K, "rss_peak_kb": K, "error": ...}``.
+
+With ``--control`` (the snapshot benchmark), stdin carries commands for the loop's
+:class:`~signaller.snapshot.control.SidecarControl`, one JSON object per line, as the HTTP API
+would send them: ``{"cmd": "submit", "id": ..., "type": ..., "data": {...}}`` (``control.submit``
+of a ``Signal`` on the ``http`` channel) and ``{"cmd": "chunk_size", "size": N}``
+(``control.set_chunk_size``). Extra reports in that mode:
+
+* ``{"event": "submitted", "id": ...}``: just before ``control.submit()`` (``t`` starts the clock);
+* ``{"event": "outcome", "id": ..., "accepted": bool, "reason": ...}``: the loop answered;
+* ``{"event": "status", "tables": [[table, state, rows_emitted, correlation_id], ...]}``: whenever
+  ``control.status()`` changed (checked every 100 ms; the loop publishes it every offset flush);
+* ``commit`` reports also carry ``finished``: ``[[correlation_id, table, status, rows], ...]`` of
+  the snapshot state stored with that commit, i.e. tables whose every READ Kafka acknowledged.
 
 With ``PROFILE``, the loop runs under a profiler: a ``*.txt`` file gets pyinstrument's call tree
 (sampling, low overhead; ``pip install pyinstrument``), any other name cProfile's stats.
@@ -82,10 +95,12 @@ def thread_cpu_seconds() -> dict[str, float]:
 
 
 class ReportingStore:
-    """The configured offset store, reporting every durable commit."""
+    """The configured offset store, reporting every durable commit (with ``snapshot``: also the
+    finished tables of the snapshot state stored with it)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, snapshot: bool = False) -> None:
         self.inner = inner
+        self.snapshot = snapshot
 
     def load(self) -> Offsets | None:
         result: Offsets | None = self.inner.load()
@@ -93,15 +108,22 @@ class ReportingStore:
 
     def commit(self, offsets: Offsets) -> None:
         self.inner.commit(offsets)
-        report("commit", lsn=offsets.lsn)
+        if not self.snapshot:
+            report("commit", lsn=offsets.lsn)
+            return
+        state = offsets.snapshot or {}
+        finished = [[f.get("correlation_id"), f.get("table"), f.get("status"), f.get("rows")]
+                    for f in state.get("finished", ())]
+        report("commit", lsn=offsets.lsn, finished=finished)
 
     def close(self) -> None:
         self.inner.close()
 
 
-def _watch(loop: CaptureLoop, done: threading.Event) -> None:
+def _watch(loop: CaptureLoop, done: threading.Event, control: SidecarControl | None = None) -> None:
     seen_first = False
     next_sample = time.monotonic()
+    last_tables: list[list[Any]] = []
     while not done.wait(0.002):
         if not seen_first and loop.stats.events > 0:
             report("first_change")
@@ -110,20 +132,58 @@ def _watch(loop: CaptureLoop, done: threading.Event) -> None:
             rss, _ = memory_kb()
             report("sample", events=loop.stats.events, cpu_s=cpu_seconds(), rss_kb=rss, threads=thread_cpu_seconds())
             next_sample += 0.1
+            if control is not None:
+                tables = [[p.table, p.state, p.rows_emitted, p.correlation_id] for p in control.status().tables]
+                if tables != last_tables:
+                    report("status", tables=tables)
+                    last_tables = tables
+
+
+def _serve_commands(control: SidecarControl) -> None:
+    """``--control``: apply the commands on stdin (see the module docstring) until EOF."""
+    from signaller.signals.model import Signal
+
+    def answer(ident: str) -> Any:
+        def done(future: Any) -> None:
+            try:
+                outcome = future.result()
+                report("outcome", id=ident, accepted=outcome.accepted, reason=outcome.reason)
+            except Exception as exc:  # the loop failed the future
+                report("outcome", id=ident, accepted=False, reason=f"{type(exc).__name__}: {exc}")
+        return done
+
+    for line in sys.stdin:
+        try:
+            command = json.loads(line)
+        except ValueError:
+            continue
+        if command.get("cmd") == "submit":
+            signal = Signal(command["id"], command["type"], command.get("data") or {}, "http")
+            report("submitted", id=signal.id)
+            control.submit(signal).add_done_callback(answer(signal.id))
+        elif command.get("cmd") == "chunk_size":
+            ident = f"chunk-size-{command['size']}"
+            report("submitted", id=ident)
+            control.set_chunk_size(int(command["size"])).add_done_callback(answer(ident))
 
 
 def main(argv: list[str]) -> int:
     configure_logging()
     logging.getLogger().setLevel(logging.WARNING)
+    commands = "--control" in argv
+    argv = [arg for arg in argv if arg != "--control"]
     properties = json.loads(Path(argv[0]).read_text())
     config = config_from_mapping(properties, origin=argv[0])
     # As ``signaller run`` wires it (control queue and metrics), minus the HTTP server.
-    loop = CaptureLoop(config, store=ReportingStore(open_store(config)), control=SidecarControl(),
+    control = SidecarControl()
+    loop = CaptureLoop(config, store=ReportingStore(open_store(config), snapshot=commands), control=control,
                        metrics=MetricsRegistry())
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     done = threading.Event()
-    watcher = threading.Thread(target=_watch, args=(loop, done), daemon=True)
+    watcher = threading.Thread(target=_watch, args=(loop, done, control if commands else None), daemon=True)
     watcher.start()
+    if commands:
+        threading.Thread(target=_serve_commands, args=(control,), daemon=True).start()
     error = None
     report("run")
     try:

@@ -333,6 +333,6 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
     }
     return {
         "streaming": {**streaming, "parameters": parameters},
-        "rss_mb": summarize(col(tput, "rss_peak_mb"), "MB",
-                            note="sidecar peak resident set (VmHWM) over a throughput run"),
+        "rss_mb": {"sidecar": summarize(col(tput, "rss_peak_mb"), "MB",
+                                        note="sidecar peak resident set (VmHWM) over a throughput run")},
     }

@@ -382,7 +382,8 @@ class BatchApplier:
         if not DeltaTable.isDeltaTable(spark, path):
             return None
         table = DeltaTable.forPath(spark, path)
-        props = dict(table.detail().first().properties or {})
+        detail = table.detail().first()
+        props = dict(detail.properties or {}) if detail is not None else {}
         fields = table.toDF().schema.fields
         delta_types = {f.name: f.dataType.simpleString().upper() for f in fields}
         if PROP_SCHEMA in props:
