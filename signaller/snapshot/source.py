@@ -24,7 +24,7 @@ from signaller.errors import SnapshotError
 from signaller.model import TableId
 from signaller.snapshot.chunks import ChunkTable, chunk_query, max_key_query, quote_ident
 from signaller.snapshot.state import Key
-from signaller.sources.postgres.catalog import connect, translate
+from signaller.sources.postgres.catalog import TABLES_PARAMS, TABLES_QUERY, connect, translate
 from signaller.sources.postgres.pgoutput import Relation, RelationColumn
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
 
@@ -109,12 +109,7 @@ class PostgresChunkSource:
 
     # -- tables ---------------------------------------------------------------------------
     def tables(self) -> list[TableId]:
-        rows = self._run(
-            "listing tables",
-            "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-            "AND n.nspname NOT LIKE 'pg\\_toast%%' ORDER BY 1, 2",
-        )
+        rows = self._run("listing tables", TABLES_QUERY, TABLES_PARAMS)
         return [TableId(s, t) for s, t in rows]
 
     def describe(self, table: TableId) -> TableInfo | None:

@@ -20,6 +20,13 @@ from signaller.model import TableId, parse_lsn
 from signaller.sources.postgres.relations import ResolvedType
 
 TRANSIENT_CODES = ("08", "57P", "53", "55006", "40")
+TABLES_QUERY = (
+    "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+    "AND n.nspname NOT LIKE %s ORDER BY 1, 2"
+)
+TABLES_PARAMS = ("pg\\_toast%",)
+"""Every user table (ordinary and partitioned), as ``(schema, table)``: run with ``TABLES_PARAMS``."""
 
 
 def translate(exc: psycopg2.Error, doing: str) -> Exception:
@@ -88,11 +95,7 @@ class Catalog:
 
     # -- tables ---------------------------------------------------------------------------
     def tables(self) -> list[TableId]:
-        rows = self._rows(
-            "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-            "AND n.nspname NOT LIKE 'pg_toast%' ORDER BY 1, 2"
-        )
+        rows = self._rows(TABLES_QUERY, TABLES_PARAMS, "listing tables")
         return [TableId(schema, table) for schema, table in rows]
 
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
