@@ -66,9 +66,9 @@ QUICK = {
 """``--quick``: what changes (options given explicitly still win)."""
 DEFAULTS = {
     "runs": 3, "changes": 300_000, "duration": 20.0, "warmup": 2.0,
-    "snapshot_rows": 1_000_000, "range_rows": 196_608, "chunk_sizes": [4096, 16384, 65536], "idle": 10.0,
-    "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 20.0,
-    "e2e_warmup": 10.0,
+    "snapshot_rows": 1_000_000, "range_rows": 262_144, "chunk_sizes": [4096, 16384, 65536], "idle": 10.0,
+    "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 30.0,
+    "e2e_warmup": 15.0,
 }
 
 
@@ -108,7 +108,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     group = parser.add_argument_group("snapshot")
     group.add_argument("--snapshot-rows", type=int, help="rows of the snapshotted table (default 1,000,000)")
     group.add_argument("--range-rows", type=int,
-                       help="key-range snapshots (chunk-size search, under load): rows (default 196,608)")
+                       help="key-range snapshots (chunk-size search, under load): rows (default 262,144)")
     group.add_argument("--chunk-sizes", type=_ints, metavar="N,N,...",
                        help="chunk sizes tried besides 1024 (default 4096,16384,65536)")
     group.add_argument("--live-rate", type=int, default=2_000, help="live writer's changes/s (default 2,000)")
@@ -119,8 +119,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                        help="micro-batch sizes in changes (default 10000,100000)")
     group.add_argument("--apply-warmup", type=int, help="changes in the untimed first batch (default 1,000)")
     group.add_argument("--e2e-rate", type=int, default=1_000, help="end-to-end writer's changes/s (default 1,000)")
-    group.add_argument("--e2e-window", type=float, help="end-to-end: seconds per measured window (default 20)")
-    group.add_argument("--e2e-warmup", type=float, help="end-to-end: seconds written before measuring (default 10)")
+    group.add_argument("--e2e-window", type=float, help="end-to-end: seconds per measured window (default 30)")
+    group.add_argument("--e2e-warmup", type=float, help="end-to-end: seconds written before measuring (default 15)")
     parser.add_argument("--set", action="append", default=[], metavar="PROP=VALUE",
                         help="extra Debezium/signaller property for the sidecar under test (repeatable), "
                              "e.g. --set producer.linger.ms=20")

@@ -1,0 +1,673 @@
+"""Apply benchmark: Debezium change topics → Delta through ``spark_jobs.apply_changes``.
+
+The apply job runs in a process of its own (:mod:`bench.spark_worker`: one SparkSession,
+``local[2]``, the job's default Spark settings) for the whole section. The table
+(``id bigint PRIMARY KEY, v int NOT NULL, note text, stamp_us bigint``) starts every measurement
+with ``rows`` (1,000,000) rows: a Delta table built once and cached under
+``<stack home>/bench/apply-<rows>-<fingerprint>/`` (``.cache/bench/``), copied for every run. The
+job itself creates it (``BatchApplier`` on 1,000 ``c`` events rendered by the sidecar's
+``EnvelopeSerializer``: its columns, ``_cdc_seq``/``_cdc_op``/``_cdc_ts_ms`` and table properties),
+then the remaining rows are appended in that layout.
+
+* **throughput** (per run, on a fresh copy): change events rendered by ``EnvelopeSerializer``
+  (JSON with schemas, as the sidecar publishes them; 80 % updates of existing keys, 10 % inserts
+  of new keys, 10 % deletes, each delete followed by its Kafka tombstone) are produced once to a
+  topic; the worker hands offset ranges of it (``spark.read`` of the Kafka source) to a new
+  ``BatchApplier`` exactly as ``foreachBatch`` would: one untimed warm-up batch, then
+  ``batches_small`` batches of ``small`` changes, then ``batches_large`` batches of ``large``
+  changes, each timed around the ``BatchApplier`` call. The row count afterwards is checked.
+* **end to end** (per run): a sidecar (:mod:`bench.sidecar`, default settings) streams a fresh
+  PostgreSQL table; the apply job's own streaming query (``start_query``, ``processingTime`` 1 s)
+  applies its topic into a copy of the cached table; a writer commits ``e2e_rate`` changes/s
+  (half inserts of new keys, half updates of keys it inserted earlier), every row stamped
+  (``stamp_us``) with its transaction's client-side time. A poller reads each new Delta version's
+  log entry and the ``(id, stamp_us)`` of the files it adds: a change is visible at the commit
+  timestamp of the first version holding its row with that stamp or a newer one.
+
+See ``bench/README.md`` for every reported field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+from confluent_kafka import Producer
+
+from bench.process import ReportingProcess, Sidecar
+from bench.scratch import Scratch
+from bench.stats import Figure, percentile, summarize
+from signaller.devstack import StackSettings
+from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
+from signaller.sinks.serde.json_converter import EnvelopeSerializer
+from signaller.sources.postgres.types import TypeModes, codec_for
+
+TABLE_SQL = "id bigint PRIMARY KEY, v int NOT NULL, note text, stamp_us bigint"
+COLUMNS = (
+    Column("id", 20, "int8", optional=False, is_key=True),
+    Column("v", 23, "int4", optional=False),
+    Column("note", 25, "text"),
+    Column("stamp_us", 20, "int8"),
+)
+TABLE = "bench_apply"
+SEED_ROWS = 1_000
+FILES = 4
+"""Files of the appended part of the cached table (the job's ``spark.sql.shuffle.partitions``)."""
+CACHED_SEQ_COMMIT = 1
+"""``_cdc_seq.commit_lsn`` of the cached rows; every benchmark event sorts after it."""
+EVENT_LSN_START = 10_000_000_000
+BUILD_VERSION = 1
+"""Bump to rebuild every cached table (a change in how it is made)."""
+E2E_FIRST_ID = 10_000_000
+
+
+@dataclass
+class ApplyOptions:
+    runs: int = 3
+    rows: int = 1_000_000
+    small: int = 10_000
+    large: int = 100_000
+    batches_small: int = 1
+    batches_large: int = 1
+    warmup: int = 1_000
+    e2e_rate: int = 1_000
+    e2e_tx_rows: int = 20
+    e2e_warmup_s: float = 15.0
+    e2e_window_s: float = 30.0
+    trigger: str = "1 second"
+
+
+def _label(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+# --------------------------------------------------------------------------------------------
+# Events
+# --------------------------------------------------------------------------------------------
+
+
+class _Events:
+    """Debezium change events of the benchmark table, as the sidecar renders them."""
+
+    def __init__(self, topic_prefix: str, rows: int, seed: int = 7) -> None:
+        table = TableSchema(TableId("public", TABLE), COLUMNS, key=("id",))
+        codecs = {c.name: codec_for(c, TypeModes()) for c in COLUMNS}
+        self.serializer = EnvelopeSerializer(table, codecs, topic_prefix=topic_prefix, database="inventory")
+        self.topic = self.serializer.topic
+        self.table_id = table.table_id
+        self.rng = random.Random(seed)
+        self.rows = rows
+        self.next_insert = rows + 1
+        self.deleted: set[int] = set()
+        self.lsn = EVENT_LSN_START
+        self.last_commit = EVENT_LSN_START - 1
+        self.tx = 1000
+        self.inserts = self.deletes = 0
+
+    def _event(self, op: Op, key: int, in_tx: int) -> tuple[bytes | None, bytes]:
+        self.lsn += 64
+        if in_tx == 0:
+            self.tx += 1
+        row = {"id": key, "v": self.lsn % 1000, "note": f"upd {self.lsn}", "stamp_us": self.lsn}
+        before = {"id": key, "v": 0, "note": None, "stamp_us": None} if op is Op.DELETE else None
+        after = None if op is Op.DELETE else row
+        commit_ts = 1_700_000_000_000_000 + self.lsn // 1000
+        event = ChangeEvent(op, self.table_id, before, after, self.lsn, self.lsn + 32, self.last_commit, self.tx,
+                            commit_ts)
+        key_bytes = self.serializer.serialize_key(after or before)
+        return key_bytes, self.serializer.serialize_value(event, ts_us_now=commit_ts + 1000)
+
+    def _existing(self) -> int:
+        while True:
+            key = self.rng.randint(1, self.next_insert - 1)
+            if key not in self.deleted:
+                return key
+
+    def creates(self, keys: range) -> list[tuple[bytes | None, bytes | None]]:
+        out: list[tuple[bytes | None, bytes | None]] = []
+        for i, key in enumerate(keys):
+            out.append(self._event(Op.CREATE, key, i % 100))
+        self.last_commit = self.lsn + 32
+        return out
+
+    def mixed(self, changes: int) -> list[tuple[bytes | None, bytes | None]]:
+        """``changes`` events (80 % updates, 10 % inserts, 10 % deletes + tombstones), 100 per transaction."""
+        out: list[tuple[bytes | None, bytes | None]] = []
+        for i in range(changes):
+            draw = self.rng.random()
+            if draw < 0.8:
+                out.append(self._event(Op.UPDATE, self._existing(), i % 100))
+            elif draw < 0.9:
+                out.append(self._event(Op.CREATE, self.next_insert, i % 100))
+                self.next_insert += 1
+                self.inserts += 1
+            else:
+                key = self._existing()
+                record = self._event(Op.DELETE, key, i % 100)
+                out.append(record)
+                out.append((record[0], None))  # the tombstone
+                self.deleted.add(key)
+                self.deletes += 1
+            if i % 100 == 99:
+                self.last_commit = self.lsn + 32
+        self.last_commit = self.lsn + 32
+        return out
+
+    @property
+    def expected_rows(self) -> int:
+        return self.rows + self.inserts - self.deletes
+
+
+def _produce(settings: StackSettings, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    """Produce ``records`` in order to partition 0 of ``topic`` (offsets 0..n-1 of a fresh topic)."""
+    producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "enable.idempotence": True,
+                         "compression.type": "lz4", "linger.ms": 20, "batch.size": 1_000_000})
+    errors: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, partition=0, on_delivery=delivered)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    if producer.flush(120) or errors:
+        raise RuntimeError(f"producing to {topic} failed: {errors[:3]}")
+
+
+# --------------------------------------------------------------------------------------------
+# The worker
+# --------------------------------------------------------------------------------------------
+
+
+class _SparkWorker(ReportingProcess):
+    """``python -m bench.spark_worker``: one SparkSession serving commands (see that module)."""
+
+    def __init__(self, settings: StackSettings, workdir: Path) -> None:
+        from signaller.devstack.spark import ensure_jars
+
+        self.settings = settings
+        jars = ensure_jars(settings)
+        super().__init__([sys.executable, "-m", "bench.spark_worker", str(jars)], workdir / "spark-worker.log",
+                         stdin=True)
+        self.ready = self.wait_for(lambda r: r["event"] == "ready", 300, "the SparkSession to start")
+
+    def command(self, cmd: str, done: str, timeout_s: float, **fields: Any) -> tuple[dict[str, Any], int]:
+        """Send a command; wait for its ``done`` report. Returns it and the report index it started at."""
+        seen = self.send({"cmd": cmd, "bootstrap_servers": self.settings.bootstrap_servers, **fields})
+        result = self.wait_for(lambda r: r["event"] in (done, "error"), timeout_s, f"the worker's {cmd}", start=seen)
+        if result["event"] == "error":
+            raise RuntimeError(f"spark worker {cmd} failed: {result['error']}\n{self.log_tail(40)}")
+        return result, seen
+
+    def next_report(self, kinds: tuple[str, ...], start: int, timeout_s: float,
+                    what: str) -> tuple[dict[str, Any], int]:
+        """The first report of one of ``kinds`` from index ``start`` on, and the index after it."""
+        found = self.wait_for(lambda r: r["event"] in (*kinds, "error"), timeout_s, what, start=start)
+        if found["event"] == "error":
+            raise RuntimeError(f"spark worker failed ({what}): {found['error']}\n{self.log_tail(40)}")
+        with self._changed:
+            index = next(i for i in range(start, len(self.reports)) if self.reports[i] is found)
+        return found, index + 1
+
+    def reports_since(self, start: int, kind: str) -> list[dict[str, Any]]:
+        with self._changed:
+            return [r for r in self.reports[start:] if r["event"] == kind]
+
+
+def _fingerprint(rows: int) -> str:
+    from spark_jobs import apply_changes
+
+    basis = json.dumps([BUILD_VERSION, rows, TABLE_SQL, [repr(c) for c in COLUMNS], SEED_ROWS, FILES,
+                        apply_changes.META_DDL, apply_changes.PROP_SCHEMA, apply_changes.PROP_KEYS])
+    return hashlib.sha1(basis.encode()).hexdigest()[:10]
+
+
+_CREATED: list[str] = []
+"""Every topic this section made: deleted again once the worker has stopped (Spark's cached Kafka
+consumers refresh metadata, and the broker's ``auto.create.topics.enable`` re-creates a topic a
+consumer still asks about)."""
+
+
+def _admin_topics(settings: StackSettings, create: list[str] = (), delete: list[str] = ()) -> None:  # type: ignore[assignment]
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    _CREATED.extend(create)
+    if create:
+        new = [NewTopic(t, num_partitions=1, replication_factor=1) for t in create]
+        for future in admin.create_topics(new).values():
+            future.result(30)
+    if delete:
+        existing = set(admin.list_topics(timeout=10).topics)
+        doomed = [t for t in delete if t in existing]
+        if doomed:
+            for future in admin.delete_topics(doomed, operation_timeout=30).values():
+                with contextlib.suppress(Exception):  # clean-up is best effort
+                    future.result(30)
+
+
+def cached_table(settings: StackSettings, worker: _SparkWorker, rows: int, log: Any) -> Path:
+    """The cached Delta table's directory (``<root>/public/bench_apply``), built when missing."""
+    root = settings.home / "bench" / f"apply-{rows}-{_fingerprint(rows)}"
+    table_dir = root / "public" / TABLE
+    if (root / "complete.json").exists():
+        return table_dir
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    t0 = time.monotonic()
+    events = _Events(f"bench-apply-build-{uuid.uuid4().hex[:8]}", rows)
+    _admin_topics(settings, create=[events.topic])
+    try:
+        _produce(settings, events.topic, events.creates(range(1, SEED_ROWS + 1)))
+        built, _ = worker.command("build", "built", 900, topic=events.topic, target_root=str(root),
+                                  seed_offsets=SEED_ROWS, rows=rows, files=FILES, seq_commit=CACHED_SEQ_COMMIT)
+    finally:
+        _admin_topics(settings, delete=[events.topic])
+    if built["rows"] != rows:
+        raise RuntimeError(f"the cached Delta table has {built['rows']} rows, expected {rows}")
+    took = time.monotonic() - t0
+    (root / "complete.json").write_text(json.dumps({"rows": rows, "files": built["files"], "built_s": took}))
+    log(f"  built the cached Delta table ({rows:,} rows, {built['files']} files) in {took:.0f}s: {root}")
+    return table_dir
+
+
+# --------------------------------------------------------------------------------------------
+# Throughput
+# --------------------------------------------------------------------------------------------
+
+
+def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, cached: Path,
+                    log: Any) -> list[dict[str, float]]:
+    """One copy of the cached table and one ``BatchApplier``: a warm-up batch, then per run
+    ``batches_small`` batches of ``small`` changes and ``batches_large`` of ``large``."""
+    events = _Events(f"bench-apply-{uuid.uuid4().hex[:8]}", options.rows)
+    plan: list[tuple[str, int]] = [("warmup", options.warmup)]
+    for index in range(options.runs):
+        plan += [(f"{index}:small", options.small)] * options.batches_small
+        plan += [(f"{index}:large", options.large)] * options.batches_large
+    records: list[tuple[bytes | None, bytes | None]] = []
+    batches: list[tuple[str, int, int]] = []
+    for label, size in plan:
+        start = len(records)
+        records.extend(events.mixed(size))
+        batches.append((label, start, len(records)))
+    _admin_topics(settings, create=[events.topic])
+    root = Path(tempfile.mkdtemp(prefix="bench_apply_"))
+    try:
+        t0 = time.monotonic()
+        _produce(settings, events.topic, records)
+        log(f"  produced {len(records):,} records ({sum(len(v or b'') for _, v in records) / 1e6:,.0f} MB of values) "
+            f"in {time.monotonic() - t0:.0f}s")
+        del records
+        shutil.copytree(cached, root / "public" / TABLE)
+        seen = worker.send({"cmd": "batches", "bootstrap_servers": settings.bootstrap_servers, "topic": events.topic,
+                            "target_root": str(root), "batches": batches})
+        timings: dict[str, float] = defaultdict(float)
+        results = []
+        for number, (label, _, _) in enumerate(batches):
+            report, seen = worker.next_report(("batch",), seen, 1800, f"apply batch {label}")
+            timings[label] += report["seconds"]
+            last_of_run = number + 1 == len(batches) or batches[number + 1][0].split(":")[0] != label.split(":")[0]
+            if not last_of_run:
+                continue
+            if label == "warmup":
+                log(f"  warm-up batch ({options.warmup:,} changes): {timings['warmup']:.1f}s")
+                continue
+            index = int(label.split(":")[0])
+            result = {"small": options.small * options.batches_small / timings[f"{index}:small"],
+                      "large": options.large * options.batches_large / timings[f"{index}:large"]}
+            log(f"  throughput run {index + 1}/{options.runs}: {result['small']:,.0f} changes/s in batches of "
+                f"{options.small:,}, {result['large']:,.0f} in batches of {options.large:,}")
+            results.append(result)
+        done, _ = worker.next_report(("batches_done",), seen, 600, "the row count")
+        if done["rows"] != events.expected_rows or done["dead_letters"]:
+            raise RuntimeError(f"apply: {done}; expected {events.expected_rows} rows and no dead letters")
+        results[0]["warmup_s"] = timings["warmup"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        _admin_topics(settings, delete=[events.topic])
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# End to end
+# --------------------------------------------------------------------------------------------
+
+
+class _DeltaPoller(threading.Thread):
+    """Follows a Delta table's log: for every new version, its commit timestamp and the
+    ``(id, stamp_us)`` of the rows in the files it adds (ids from ``E2E_FIRST_ID`` on)."""
+
+    def __init__(self, table_dir: Path) -> None:
+        super().__init__(daemon=True, name="delta-poller")
+        self.table_dir = table_dir
+        self.log_dir = table_dir / "_delta_log"
+        self.next_version = self._latest() + 1
+        self.observations: list[tuple[int, list[int], list[int]]] = []  # (commit ms, ids, stamps)
+        self.max_seen: dict[int, int] = {}
+        self.halt = threading.Event()
+        self.error: BaseException | None = None
+
+    def _latest(self) -> int:
+        versions = [int(p.stem) for p in self.log_dir.glob("*.json") if p.stem.isdigit()]
+        return max(versions) if versions else -1
+
+    def run(self) -> None:
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+        try:
+            while not self.halt.wait(0.05):
+                path = self.log_dir / f"{self.next_version:020d}.json"
+                if not path.exists():
+                    continue
+                try:
+                    actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+                except ValueError:
+                    continue  # not completely written yet (Delta writes it atomically; just in case)
+                commit_ms = next((a["commitInfo"].get("inCommitTimestamp") or a["commitInfo"]["timestamp"]
+                                  for a in actions if "commitInfo" in a), int(time.time() * 1000))
+                ids: list[int] = []
+                stamps: list[int] = []
+                for action in actions:
+                    if "add" not in action:
+                        continue
+                    from urllib.parse import unquote
+
+                    table = pq.read_table(self.table_dir / unquote(action["add"]["path"]), columns=["id", "stamp_us"])
+                    table = table.filter(pc.greater_equal(table["id"], E2E_FIRST_ID - 1))
+                    ids.extend(table["id"].to_pylist())
+                    stamps.extend(table["stamp_us"].to_pylist())
+                self.observations.append((commit_ms, ids, stamps))
+                for key, stamp in zip(ids, stamps, strict=True):
+                    if stamp is not None and stamp > self.max_seen.get(key, -1):
+                        self.max_seen[key] = stamp
+                self.next_version += 1
+        except BaseException as exc:
+            self.error = exc
+
+
+class _E2EWriter(threading.Thread):
+    """Commits ``tx_rows``-change transactions at ``rate`` changes/s until stopped: half inserts of
+    new keys, half updates of keys inserted at least 2 s earlier, every row stamped (``stamp_us``)
+    with the transaction's client-side time. Records (stamp, ids, commit returned at)."""
+
+    def __init__(self, dsn: str, table: str, rate: int, tx_rows: int) -> None:
+        super().__init__(daemon=True, name="e2e-writer")
+        self.dsn, self.table = dsn, table
+        self.interval = tx_rows / rate
+        self.tx_rows = tx_rows
+        self.halt = threading.Event()
+        self.writes: list[tuple[int, list[int], float]] = []
+        self.error: BaseException | None = None
+        self.started_at = self.ended_at = 0.0
+        self.rng = random.Random(11)
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:
+            self.error = exc
+
+    def _run(self) -> None:
+        conn = psycopg2.connect(self.dsn)
+        inserted: list[tuple[float, int]] = []  # (committed at, id)
+        insert = (f"INSERT INTO public.{self.table} SELECT g, g %% 1000, 'e2e ' || g, %s "
+                  "FROM generate_series(%s, %s) g")
+        update = f"UPDATE public.{self.table} SET v = v + 1, stamp_us = %s WHERE id = ANY(%s)"
+        next_id = E2E_FIRST_ID
+        half = self.tx_rows // 2
+        eligible = 0
+        try:
+            with conn.cursor() as cur:
+                self.started_at = start = time.monotonic()
+                i = 0
+                while not self.halt.is_set():
+                    delay = start + i * self.interval - time.monotonic()
+                    if delay > 0 and self.halt.wait(delay):
+                        break
+                    now = time.time()
+                    while eligible < len(inserted) and inserted[eligible][0] < now - 2:
+                        eligible += 1
+                    updates = self.rng.sample(range(eligible), min(eligible, self.tx_rows - half))
+                    update_ids = [inserted[j][1] for j in updates]
+                    new = self.tx_rows - len(update_ids)
+                    stamp = time.time_ns() // 1000
+                    cur.execute(insert, (stamp, next_id, next_id + new - 1))
+                    if update_ids:
+                        cur.execute(update, (stamp, update_ids))
+                    conn.commit()
+                    committed = time.time()
+                    ids = list(range(next_id, next_id + new))
+                    inserted.extend((committed, k) for k in ids)
+                    next_id += new
+                    self.writes.append((stamp, ids + update_ids, committed))
+                    i += 1
+                self.ended_at = time.monotonic()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(30)
+        if self.error is not None:
+            raise RuntimeError(f"the e2e writer failed: {self.error!r}")
+
+
+def _visible_times(poller: _DeltaPoller) -> dict[int, list[tuple[int, int]]]:
+    """Per id: (commit ms, stamp) of every version holding it, in version order."""
+    seen: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for commit_ms, ids, stamps in poller.observations:
+        for key, stamp in zip(ids, stamps, strict=True):
+            if stamp is not None:
+                seen[key].append((commit_ms, stamp))
+    return seen
+
+
+def _window(writes: list[tuple[int, list[int], float]], seen: dict[int, list[tuple[int, int]]],
+            start: float, end: float) -> tuple[list[tuple[float, float]], int, int]:
+    """(committed at, latency ms) of every change committed in [start, end), missing ones, all."""
+    latencies: list[tuple[float, float]] = []
+    missing = total = 0
+    for stamp, ids, committed in writes:
+        if not start <= committed < end:
+            continue
+        for key in ids:
+            total += 1
+            visible = next((ms for ms, s in seen.get(key, ()) if s >= stamp), None)
+            if visible is None:
+                missing += 1
+            else:
+                latencies.append((committed, visible - committed * 1000))
+    return latencies, missing, total
+
+
+def e2e_session(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker,
+                cached: Path) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """The whole pipeline once; ``runs`` consecutive windows of ``e2e_window_s`` after the warm-up.
+    Returns per-window figures and the whole-session ones (lag trend)."""
+    scratch = Scratch(settings, "e2e", TABLE_SQL)
+    root = Path(tempfile.mkdtemp(prefix="bench_e2e_"))
+    sidecar: Sidecar | None = None
+    poller: _DeltaPoller | None = None
+    writer: _E2EWriter | None = None
+    streaming = False
+    try:
+        scratch.create()
+        scratch.create_topic(scratch.data_topic)
+        _CREATED.append(scratch.data_topic)
+        table_dir = root / "delta" / "public" / scratch.name
+        shutil.copytree(cached, table_dir)
+        sidecar = Sidecar(scratch.connector_config(), scratch.workdir)
+        sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
+        _, stream_seen = worker.command("stream", "stream_started", 300, topic=scratch.data_topic,
+                                        target_root=str(root / "delta"), checkpoint=str(root / "checkpoint"),
+                                        trigger=options.trigger)
+        streaming = True
+        poller = _DeltaPoller(table_dir)
+        poller.start()
+        # A first row through the whole pipeline: the query's first batches (and the table's
+        # property update for the new topic) happen before the clock runs.
+        ready_stamp = time.time_ns() // 1000
+        scratch.sql(f"INSERT INTO public.{scratch.name} VALUES (%s, 0, 'ready', %s)", (E2E_FIRST_ID - 1, ready_stamp))
+        deadline = time.monotonic() + 300
+        while poller.max_seen.get(E2E_FIRST_ID - 1, -1) < ready_stamp:
+            if time.monotonic() > deadline or poller.error:
+                raise RuntimeError(f"the first row never reached Delta ({poller.error!r})\n{worker.log_tail(30)}")
+            time.sleep(0.1)
+        writer = _E2EWriter(settings.pg_dsn(), scratch.name, options.e2e_rate, options.e2e_tx_rows)
+        measured_from = time.time() + options.e2e_warmup_s
+        writer.start()
+        time.sleep(options.e2e_warmup_s + options.runs * options.e2e_window_s)
+        measured_to = time.time()
+        writer.stop()
+        pending = [(ids, stamp) for stamp, ids, _ in writer.writes]
+        deadline = time.monotonic() + 300
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.25)
+            pending = [(ids, stamp) for ids, stamp in pending if any(poller.max_seen.get(k, -1) < stamp for k in ids)]
+        worker.command("stop_stream", "stream_stopped", 120)
+        streaming = False
+        poller.halt.set()
+        poller.join(10)
+        if poller.error is not None:
+            raise RuntimeError(f"reading the Delta log failed: {poller.error!r}")
+        seen = _visible_times(poller)
+        samples = worker.reports_since(stream_seen, "sample")
+        progress = worker.reports_since(stream_seen, "progress")
+        windows = []
+        for index in range(options.runs):
+            start = measured_from + index * options.e2e_window_s
+            end = start + options.e2e_window_s
+            latencies, missing, total = _window(writer.writes, seen, start, end)
+            ordered = sorted(lat for _, lat in latencies)
+            windows.append({
+                "p50_ms": percentile(ordered, 0.50), "p99_ms": percentile(ordered, 0.99),
+                "max_ms": ordered[-1] if ordered else math.nan,
+                "offered": total / options.e2e_window_s, "missing": float(missing),
+                "jvm_rss_mb": max((r["jvm_rss_kb"] for r in samples if r["t"] < end), default=0) / 1024,
+            })
+        latencies, _, _ = _window(writer.writes, seen, measured_from, measured_to)
+        latencies.sort()
+        third = len(latencies) // 3
+        first = sorted(lat for _, lat in latencies[:third])
+        last = sorted(lat for _, lat in latencies[len(latencies) - third:])
+        p50_first, p50_last = percentile(first, 0.5), percentile(last, 0.5)
+        durations = sorted(float(r["duration_ms"]) for r in progress
+                           if r.get("duration_ms") and measured_from <= r["t"] <= measured_to)
+        session = {
+            "batch_p50_ms": percentile(durations, 0.5), "batches": float(len(durations)),
+            "first_third_p50_ms": p50_first, "last_third_p50_ms": p50_last,
+            "lag_growing": 1.0 if third and p50_last > 1.5 * p50_first and p50_last - p50_first > 500 else 0.0,
+        }
+        return windows, session
+    finally:
+        if writer is not None and writer.is_alive():
+            writer.halt.set()
+            writer.join(30)
+        if poller is not None:
+            poller.halt.set()
+        if streaming:
+            with contextlib.suppress(Exception):  # the worker is stopped at the end of the section anyway
+                worker.command("stop_stream", "stream_stopped", 120)
+        if sidecar is not None:
+            with contextlib.suppress(Exception):
+                sidecar.stop()
+        scratch.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The section
+# --------------------------------------------------------------------------------------------
+
+
+def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="bench_spark_"))
+    worker: _SparkWorker | None = None
+    try:
+        t0 = time.monotonic()
+        worker = _SparkWorker(settings, workdir)
+        log(f"  SparkSession up in {time.monotonic() - t0:.0f}s")
+        cached = cached_table(settings, worker, options.rows, log)
+        tput = throughput_runs(settings, options, worker, cached, log)
+        e2e, session = e2e_session(settings, options, worker, cached)
+        for index, result in enumerate(e2e):
+            log(f"  e2e window {index + 1}/{options.runs}: p50 {result['p50_ms']:,.0f} ms, "
+                f"p99 {result['p99_ms']:,.0f} ms ({result['offered']:,.0f} changes/s, {result['missing']:.0f} missing, "
+                f"driver RSS {result['jvm_rss_mb']:,.0f} MB)")
+        log(f"  e2e: {session['batches']:.0f} micro-batches (p50 {session['batch_p50_ms']:,.0f} ms); first third p50 "
+            f"{session['first_third_p50_ms']:,.0f} ms, last third {session['last_third_p50_ms']:,.0f} ms: "
+            f"{'growing' if session['lag_growing'] else 'steady'}")
+    finally:
+        exit_report = None
+        if worker is not None:
+            try:
+                exit_report = worker.stop(120)
+            except Exception as exc:
+                log(f"  stopping the spark worker: {exc}")
+        shutil.rmtree(workdir, ignore_errors=True)
+        _admin_topics(settings, delete=list(dict.fromkeys(_CREATED)))
+        _CREATED.clear()
+
+    def col(rows: list[dict[str, float]], key: str) -> list[float]:
+        return [row[key] for row in rows]
+
+    small, large = _label(options.small), _label(options.large)
+    figures: dict[str, Figure] = {
+        f"changes_per_s_{small}": summarize(col(tput, "small"), "changes/s", digits=0,
+                                            note=f"micro-batches of {options.small:,} changes"),
+        f"changes_per_s_{large}": summarize(col(tput, "large"), "changes/s", digits=0,
+                                            note=f"micro-batches of {options.large:,} changes"),
+        "changes_per_s": summarize(col(tput, "large"), "changes/s", digits=0,
+                                   note=f"= changes_per_s_{large}"),
+        "warmup_batch_s": summarize([tput[0]["warmup_s"]], "s", digits=1,
+                                    note=f"the first batch ({options.warmup:,} changes) of a fresh BatchApplier"),
+        "e2e_p50_ms": summarize(col(e2e, "p50_ms"), "ms", digits=0),
+        "e2e_p99_ms": summarize(col(e2e, "p99_ms"), "ms", digits=0),
+        "e2e_max_ms": summarize(col(e2e, "max_ms"), "ms", digits=0),
+        "e2e_offered_changes_per_s": summarize(col(e2e, "offered"), "changes/s", digits=0),
+        "e2e_missing_changes": summarize(col(e2e, "missing"), "changes", digits=0),
+        "e2e_batch_p50_ms": summarize([session["batch_p50_ms"]], "ms", digits=0,
+                                      note="the streaming query's triggerExecution, micro-batches in the windows"),
+        "e2e_batches": summarize([session["batches"]], "batches", digits=0),
+        "e2e_first_third_p50_ms": summarize([session["first_third_p50_ms"]], "ms", digits=0),
+        "e2e_last_third_p50_ms": summarize([session["last_third_p50_ms"]], "ms", digits=0),
+        "lag_growing": summarize([session["lag_growing"]], "0/1", digits=0,
+                                 note="1: the last third's p50 is over 1.5 x the first third's and 500 ms more"),
+    }
+    parameters = {
+        "rows": options.rows, "table": TABLE_SQL, "small_batch": options.small, "large_batch": options.large,
+        "batches_small": options.batches_small, "batches_large": options.batches_large,
+        "mix": "80% updates of existing keys, 10% inserts, 10% deletes (+ tombstones), 100 changes per transaction",
+        "warmup": options.warmup, "e2e_rate": options.e2e_rate, "e2e_tx_rows": options.e2e_tx_rows,
+        "e2e_warmup_s": options.e2e_warmup_s, "e2e_window_s": options.e2e_window_s, "trigger": options.trigger,
+        "master": "local[2]",
+        "jvm_rss_peak_mb_whole_section": round(exit_report["jvm_rss_peak_kb"] / 1024, 1) if exit_report else None,
+    }
+    return {
+        "apply": {**figures, "parameters": parameters},
+        "rss_mb": {"spark_driver": summarize(col(e2e, "jvm_rss_mb"), "MB",
+                                             note="apply job's driver JVM (local[2]: executors included), largest "
+                                                  "resident set sampled up to the end of each end-to-end window")},
+    }

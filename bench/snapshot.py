@@ -1,0 +1,456 @@
+"""Incremental-snapshot benchmark: a large table read into Kafka by the sidecar, chunk by chunk.
+
+The table (``public.bench_snapshot_<rows>``: ``id bigint PRIMARY KEY, a int NOT NULL, b int,
+note text``) is made once with one ``INSERT ... SELECT generate_series`` and kept (reused by later
+runs and later benchmarks when it still has exactly ``rows`` rows). Every session has its own
+live table (``id bigint PRIMARY KEY, v int NOT NULL, note text``), a publication of both tables, a
+slot, topics, and a sidecar process (:mod:`bench.sidecar` with ``--control``: the loop's
+:class:`~signaller.snapshot.control.SidecarControl` driven through stdin, as the HTTP API drives
+it) with ``snapshot.mode=no_data``, no signal table (watermarks are logical-decoding messages)
+and ``offset.flush.interval.ms=50`` (the loop publishes its status and commits offsets at that
+period).
+
+A snapshot is timed from ``control.submit(Signal(..., "execute-snapshot", ...))`` until the
+offset store durably commits a snapshot state in which the table is finished: the loop stores a
+state only once Kafka acknowledged (acks=all) every record sent before it, so every READ of the
+table is in Kafka then. The status the control publishes must say ``completed`` with every row.
+
+Per run:
+
+* **idle session**: commit→Kafka latency of a writer committing ``live_rate`` changes/s into the
+  live table with no snapshot running (as in :mod:`bench.streaming`); ``COPY <table> TO STDOUT``
+  into a null sink (psycopg2 ``copy_expert``), the floor for reading the table; then one snapshot
+  per chunk size (``set_chunk_size`` first), in an order rotated from run to run.
+* **loaded session** (after all idle sessions, once the best chunk size is known): the writer runs
+  throughout; a snapshot at the base chunk size, then one at the best; the live latency of the
+  changes committed while each snapshot ran.
+
+See ``bench/README.md`` for every reported field.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg2
+
+from bench.process import Sidecar
+from bench.scratch import Scratch
+from bench.stats import Figure, percentile, summarize
+from bench.streaming import NARROW_TABLE, _Stamper
+from signaller.devstack import StackSettings
+
+SNAPSHOT_TABLE = "id bigint PRIMARY KEY, a int NOT NULL, b int, note text"
+FLUSH_INTERVAL_MS = 50
+
+
+@dataclass
+class SnapshotOptions:
+    runs: int = 3
+    rows: int = 1_000_000
+    range_rows: int = 262_144
+    base_chunk: int = 1024
+    chunk_sizes: tuple[int, ...] = (4096, 16384, 65536)
+    live_rate: int = 2_000
+    live_tx_rows: int = 20
+    idle_s: float = 10.0
+    warmup_s: float = 2.0
+    connector_overrides: dict[str, object] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# The big table
+# --------------------------------------------------------------------------------------------
+
+
+def snapshot_table_name(rows: int) -> str:
+    return f"bench_snapshot_{rows}"
+
+
+def ensure_table(settings: StackSettings, rows: int, log: Any = print) -> str:
+    """``public.bench_snapshot_<rows>`` with exactly ``rows`` rows: reused when it has them, else
+    (re)made with one ``INSERT ... SELECT generate_series`` and ``VACUUM ANALYZE``d. An advisory
+    lock keeps two benchmarks from making it at once."""
+    name = snapshot_table_name(rows)
+    conn = psycopg2.connect(settings.pg_dsn())
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
+            try:
+                cur.execute("SELECT to_regclass(%s) IS NOT NULL", (f"public.{name}",))
+                exists = cur.fetchone()[0]  # type: ignore[index]
+                if exists:
+                    cur.execute(f"SELECT count(*) FROM public.{name}")  # also reads it into the page cache
+                    if cur.fetchone()[0] == rows:  # type: ignore[index]
+                        return name
+                    log(f"  {name} has the wrong row count: making it again")
+                    cur.execute(f"DROP TABLE public.{name}")
+                t0 = time.monotonic()
+                cur.execute("BEGIN")  # all or nothing: a half-made table would just be made again, slowly
+                cur.execute(f"CREATE TABLE public.{name} ({SNAPSHOT_TABLE})")
+                cur.execute(f"INSERT INTO public.{name} SELECT g, g %% 1000, (g * 7919) %% 100000, 'row ' || g "
+                            "FROM generate_series(1::bigint, %s) g", (rows,))
+                cur.execute("COMMIT")
+                cur.execute(f"VACUUM ANALYZE public.{name}")
+                log(f"  made {name} ({rows:,} rows) in {time.monotonic() - t0:.1f}s; later runs reuse it")
+            finally:
+                cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+    finally:
+        conn.close()
+    return name
+
+
+class _NullSink:
+    """A file object for ``copy_expert`` that only counts bytes."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def write(self, data: Any) -> int:
+        self.bytes += len(data)
+        return len(data)
+
+
+def copy_rate(settings: StackSettings, table: str, rows: int) -> float:
+    """Rows/s of ``COPY public.<table> TO STDOUT`` consumed by psycopg2 into a null sink."""
+    conn = psycopg2.connect(settings.pg_dsn())
+    try:
+        with conn.cursor() as cur:
+            sink = _NullSink()
+            t0 = time.perf_counter()
+            cur.copy_expert(f"COPY public.{table} TO STDOUT", sink)
+            elapsed = time.perf_counter() - t0
+        conn.rollback()
+    finally:
+        conn.close()
+    return rows / elapsed
+
+
+# --------------------------------------------------------------------------------------------
+# A session: live table + the big table, one sidecar
+# --------------------------------------------------------------------------------------------
+
+
+class _SnapshotScratch(Scratch):
+    """A live table plus the (kept) snapshot table in one publication and slot."""
+
+    def __init__(self, settings: StackSettings, kind: str, snapshot_table: str) -> None:
+        super().__init__(settings, kind, NARROW_TABLE)
+        self.snapshot_table = snapshot_table
+
+    @property
+    def snapshot_topic(self) -> str:
+        return f"{self.topic_prefix}.public.{self.snapshot_table}"
+
+    def create(self) -> None:
+        self.sql(f"CREATE TABLE public.{self.name} ({self.columns_sql})")
+        self.sql(f"CREATE PUBLICATION {self.name} FOR TABLE public.{self.name}, public.{self.snapshot_table}")
+        self.sql("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (self.name,))
+
+    def connector_config(self, **overrides: object) -> dict[str, object]:
+        config = super().connector_config(**{
+            "table.include.list": rf"public\.{self.name},public\.{self.snapshot_table}", **overrides})
+        return config
+
+
+class _Writer(threading.Thread):
+    """Commits ``tx_rows``-row insert transactions into the live table on a fixed schedule at
+    ``rate`` changes/s until :meth:`stop` (as :func:`bench.streaming._write_steadily`)."""
+
+    def __init__(self, scratch: Scratch, rate: int, tx_rows: int, first_id: int) -> None:
+        super().__init__(daemon=True, name="bench-writer")
+        self.dsn = scratch.settings.pg_dsn()
+        self.table = scratch.name
+        self.interval = tx_rows / rate
+        self.tx_rows = tx_rows
+        self.next_id = first_id
+        self.first_id = first_id
+        self.halt = threading.Event()
+        self.started_at = self.ended_at = 0.0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            conn = psycopg2.connect(self.dsn)
+            conn.autocommit = True
+            sql = (f"INSERT INTO public.{self.table} SELECT g, g %% 1000, 'note ' || g "
+                   "FROM generate_series(%s, %s) g")
+            try:
+                with conn.cursor() as cur:
+                    self.started_at = start = time.monotonic()
+                    i = 0
+                    while not self.halt.is_set():
+                        delay = start + i * self.interval - time.monotonic()
+                        if delay > 0 and self.halt.wait(delay):
+                            break
+                        cur.execute(sql, (self.next_id, self.next_id + self.tx_rows - 1))
+                        self.next_id += self.tx_rows
+                        i += 1
+                    self.ended_at = time.monotonic()
+            finally:
+                conn.close()
+        except BaseException as exc:
+            self.error = exc
+
+    def stop(self) -> tuple[int, float]:
+        """Stop; returns (rows written, rows/s achieved)."""
+        self.halt.set()
+        self.join(30)
+        if self.error is not None:
+            raise RuntimeError(f"the live writer failed: {self.error!r}")
+        rows = self.next_id - self.first_id
+        return rows, rows / max(self.ended_at - self.started_at, 1e-9)
+
+
+class _Session:
+    """One sidecar capturing the live table and the snapshot table; a Kafka consumer stamping
+    the live table's records (:class:`bench.streaming._Stamper`)."""
+
+    def __init__(self, settings: StackSettings, options: SnapshotOptions, table: str, kind: str) -> None:
+        self.options = options
+        self.table = table
+        self.scratch = _SnapshotScratch(settings, kind, table)
+        self.stamper: _Stamper | None = None
+        self.sidecar: Sidecar | None = None
+        self.live_rows = 1  # the "ready" row
+        self.next_id = 1
+        try:
+            self.scratch.create()
+            self.scratch.create_topic(self.scratch.data_topic)
+            self.scratch.create_topic(self.scratch.snapshot_topic)
+            properties = self.scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
+                                                       **options.connector_overrides)
+            self.stamper = _Stamper(settings, self.scratch.data_topic)
+            self.stamper.start()
+            self.sidecar = Sidecar(properties, self.scratch.workdir, control=True)
+            self.sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
+            self.scratch.sql(f"INSERT INTO public.{self.scratch.name} VALUES (0, 0, 'ready')")
+            self._wait_live(1, 60)
+            if len(self.stamper.stamps) < 1:
+                raise RuntimeError(f"the sidecar did not publish the first row\n{self.sidecar.log_tail()}")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> dict[str, Any] | None:
+        exit_report = None
+        try:
+            if self.stamper is not None:
+                self.stamper.stop_event.set()
+                self.stamper.join(10)
+            if self.sidecar is not None:
+                exit_report = self.sidecar.stop()
+        finally:
+            self.scratch.cleanup()
+        return exit_report
+
+    def _wait_live(self, count: int, timeout_s: float) -> None:
+        assert self.stamper is not None
+        deadline = time.monotonic() + timeout_s
+        while len(self.stamper.stamps) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    # -- the live writer --------------------------------------------------------------------
+    def start_writer(self) -> _Writer:
+        writer = _Writer(self.scratch, self.options.live_rate, self.options.live_tx_rows, self.next_id)
+        writer.start()
+        return writer
+
+    def stop_writer(self, writer: _Writer) -> tuple[int, float]:
+        rows, rate = writer.stop()
+        self.next_id = writer.next_id
+        self.live_rows += rows
+        self._wait_live(self.live_rows, 60)
+        return rows, rate
+
+    def latency(self, start_us: int, end_us: int) -> dict[str, float]:
+        """p50/p99 commit→readable (ms) of live changes committed in [start_us, end_us]."""
+        assert self.stamper is not None
+        window = sorted((received - committed) / 1000 for received, committed, _ in self.stamper.stamps
+                        if start_us <= committed <= end_us)
+        return {"p50_ms": percentile(window, 0.50), "p99_ms": percentile(window, 0.99),
+                "measured": float(len(window)), "missing": float(self.live_rows - len(self.stamper.stamps))}
+
+    def idle_latency(self) -> dict[str, float]:
+        writer = self.start_writer()
+        start_us = time.time_ns() // 1000 + int(self.options.warmup_s * 1e6)
+        time.sleep(self.options.warmup_s + self.options.idle_s)
+        end_us = time.time_ns() // 1000
+        _, rate = self.stop_writer(writer)
+        return {**self.latency(start_us, end_us), "offered": rate}
+
+    # -- snapshots --------------------------------------------------------------------------
+    def _command(self, command: dict[str, Any], ident: str, timeout_s: float = 60) -> dict[str, Any]:
+        assert self.sidecar is not None
+        seen = self.sidecar.send(command)
+        submitted = self.sidecar.wait_for(lambda r: r["event"] == "submitted" and r["id"] == ident, 30,
+                                          f"{ident} to be submitted", start=seen)
+        outcome = self.sidecar.wait_for(lambda r: r["event"] == "outcome" and r["id"] == ident, timeout_s,
+                                        f"the answer to {ident}", start=seen)
+        if not outcome["accepted"]:
+            raise RuntimeError(f"{ident} rejected: {outcome['reason']}")
+        return submitted
+
+    def snapshot(self, chunk: int, limit: int | None = None, timeout_s: float = 900) -> dict[str, float]:
+        """One incremental snapshot of the big table at ``chunk`` rows per chunk: all of it, or
+        with ``limit`` the key range ``id <= limit`` (an ``additional-conditions`` filter)."""
+        assert self.sidecar is not None
+        self._command({"cmd": "chunk_size", "size": chunk}, f"chunk-size-{chunk}")
+        ident = f"bench-snapshot-{uuid.uuid4().hex[:8]}"
+        expected = self.options.rows if limit is None else limit
+        data: dict[str, Any] = {"data-collections": [rf"public\.{self.table}"], "type": "incremental"}
+        if limit is not None:
+            data["additional-conditions"] = [{"data-collection": rf"public\.{self.table}", "filter": f"id <= {limit}"}]
+        seen = len(self.sidecar.reports)
+        submitted = self._command({"cmd": "submit", "id": ident, "type": "execute-snapshot", "data": data}, ident)
+        done = self.sidecar.wait_for(
+            lambda r: r["event"] == "commit" and any(f[0] == ident for f in r.get("finished", ())), timeout_s,
+            f"the snapshot {ident} to be committed", start=seen)
+        finished = next(f for f in done["finished"] if f[0] == ident)
+        if finished[2] != "SUCCEEDED" or finished[3] != expected:
+            raise RuntimeError(f"snapshot {ident} ended {finished[2]} with {finished[3]} of {expected} rows")
+        status = self.sidecar.wait_for(
+            lambda r: r["event"] == "status" and any(t[3] == ident and t[1] == "completed" for t in r["tables"]), 10,
+            f"the status to say {ident} completed", start=seen)
+        row = next(t for t in status["tables"] if t[3] == ident)
+        if row[2] != expected:
+            raise RuntimeError(f"status says {row[2]} rows emitted by {ident}, expected {expected}")
+        elapsed = done["t"] - submitted["t"]
+        return {"rows_per_s": expected / elapsed, "seconds": elapsed,
+                "start_us": int(submitted["t"] * 1e6), "end_us": int(done["t"] * 1e6)}
+
+    def loaded_snapshot(self, chunk: int, limit: int | None) -> dict[str, float]:
+        """A snapshot while the writer commits ``live_rate`` changes/s into the live table."""
+        writer = self.start_writer()
+        try:
+            time.sleep(self.options.warmup_s)
+            result = self.snapshot(chunk, limit)
+        finally:
+            _, rate = self.stop_writer(writer)
+        live = self.latency(int(result["start_us"]), int(result["end_us"]))
+        return {**result, **{f"live_{k}": v for k, v in live.items()}, "live_offered": rate}
+
+
+# --------------------------------------------------------------------------------------------
+# The section
+# --------------------------------------------------------------------------------------------
+
+
+def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = print) -> dict[str, Any]:
+    table = ensure_table(settings, options.rows, log)
+    base, limit = options.base_chunk, options.range_rows
+    sizes = [base, *[c for c in options.chunk_sizes if c != base]]
+    idle: list[dict[str, Any]] = []
+    rss_peaks: list[float] = []
+    for index in range(options.runs):
+        session = _Session(settings, options, table, "snap")
+        run: dict[str, Any] = {"ranges": {}}
+        prefix = f"  run {index + 1}/{options.runs}:"
+        try:
+            lat = session.idle_latency()
+            run["idle"] = lat
+            log(f"{prefix} live latency idle p50 {lat['p50_ms']:.1f} ms, p99 {lat['p99_ms']:.1f} ms "
+                f"at {lat['offered']:,.0f} changes/s")
+            run["copy"] = copy_rate(settings, table, options.rows)
+            log(f"{prefix} COPY {run['copy']:,.0f} rows/s")
+            run["full"] = session.snapshot(base)["rows_per_s"]
+            log(f"{prefix} snapshot of all {options.rows:,} rows, chunk {base}: {run['full']:,.0f} rows/s")
+            shift = index % len(sizes)
+            for chunk in sizes[shift:] + sizes[:shift]:
+                run["ranges"][chunk] = session.snapshot(chunk, limit)["rows_per_s"]
+                log(f"{prefix} snapshot of {limit:,} rows, chunk {chunk}: {run['ranges'][chunk]:,.0f} rows/s")
+        finally:
+            exit_report = session.close()
+        if exit_report is not None:
+            rss_peaks.append(exit_report["rss_peak_kb"] / 1024)
+        idle.append(run)
+
+    medians = {chunk: statistics.median(run["ranges"][chunk] for run in idle) for chunk in sizes}
+    best = max(sizes, key=lambda chunk: medians[chunk])
+    log(f"  best chunk size: {best} (median {medians[best]:,.0f} rows/s)")
+
+    loaded: list[dict[int, dict[str, float]]] = []
+    for index in range(options.runs):
+        session = _Session(settings, options, table, "snapl")
+        run_loaded: dict[int, dict[str, float]] = {}
+        order = [base, best] if index % 2 == 0 else [best, base]
+        try:
+            for chunk in dict.fromkeys(order):
+                result = session.loaded_snapshot(chunk, limit)
+                run_loaded[chunk] = result
+                log(f"  loaded run {index + 1}/{options.runs}: snapshot of {limit:,} rows, chunk {chunk}: "
+                    f"{result['rows_per_s']:,.0f} rows/s; live p50 {result['live_p50_ms']:.1f} ms, "
+                    f"p99 {result['live_p99_ms']:.1f} ms ({result['live_offered']:,.0f} changes/s, "
+                    f"{result['live_missing']:.0f} missing)")
+        finally:
+            session.close()
+        loaded.append(run_loaded)
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b else float("nan")
+
+    pairs = list(zip(idle, loaded, strict=True))
+    figures: dict[str, Figure] = {
+        "rows_per_s": summarize([r["full"] for r in idle], "rows/s", digits=0,
+                                note=f"all {options.rows:,} rows, chunk size {base}, no other load"),
+        "best_rows_per_s": summarize([r["ranges"][best] for r in idle], "rows/s", digits=0,
+                                     note=f"{limit:,}-row key range, chunk size {best}, no other load"),
+        "best_chunk_size": summarize([best] * options.runs, "rows", digits=0,
+                                     note=f"highest median rows_per_s_chunk_* of {sizes}"),
+    }
+    for chunk in sizes:
+        figures[f"rows_per_s_chunk_{chunk}"] = summarize([r["ranges"][chunk] for r in idle], "rows/s", digits=0,
+                                                         note=f"{limit:,}-row key range, no other load")
+    figures.update({
+        "rows_per_s_under_load": summarize([r[base]["rows_per_s"] for r in loaded], "rows/s", digits=0,
+                                           note=f"{limit:,}-row key range, chunk size {base}, "
+                                                f"writer at {options.live_rate:,}/s"),
+        "best_rows_per_s_under_load": summarize([r[best]["rows_per_s"] for r in loaded], "rows/s", digits=0,
+                                                note=f"{limit:,}-row key range, chunk size {best}, "
+                                                     f"writer at {options.live_rate:,}/s"),
+        "under_load_ratio": summarize([ratio(lo[base]["rows_per_s"], i["ranges"][base]) for i, lo in pairs],
+                                      "ratio", digits=3, note="rows_per_s_under_load / rows_per_s_chunk_base, per run"),
+        "copy_rows_per_s": summarize([r["copy"] for r in idle], "rows/s", digits=0),
+        "ratio_to_copy": summarize([ratio(r["full"], r["copy"]) for r in idle], "ratio", digits=3,
+                                   note="rows_per_s / copy_rows_per_s, per run"),
+        "best_ratio_to_copy": summarize([ratio(r["ranges"][best], r["copy"]) for r in idle], "ratio", digits=3,
+                                        note="best_rows_per_s / copy_rows_per_s, per run"),
+        "live_p50_ms_idle": summarize([r["idle"]["p50_ms"] for r in idle], "ms", digits=2),
+        "live_p99_ms_idle": summarize([r["idle"]["p99_ms"] for r in idle], "ms", digits=2),
+        "live_p50_ms_during": summarize([r[base]["live_p50_ms"] for r in loaded], "ms", digits=2,
+                                        note=f"while the chunk-size-{base} snapshot ran"),
+        "live_p99_ms_during": summarize([r[base]["live_p99_ms"] for r in loaded], "ms", digits=2,
+                                        note=f"while the chunk-size-{base} snapshot ran"),
+        "live_p99_ratio": summarize([ratio(lo[base]["live_p99_ms"], i["idle"]["p99_ms"]) for i, lo in pairs],
+                                    "ratio", digits=2, note="live_p99_ms_during / live_p99_ms_idle, per run"),
+        "live_p50_ms_during_best": summarize([r[best]["live_p50_ms"] for r in loaded], "ms", digits=2,
+                                             note=f"while the chunk-size-{best} snapshot ran"),
+        "live_p99_ms_during_best": summarize([r[best]["live_p99_ms"] for r in loaded], "ms", digits=2,
+                                             note=f"while the chunk-size-{best} snapshot ran"),
+        "live_p99_ratio_best": summarize([ratio(lo[best]["live_p99_ms"], i["idle"]["p99_ms"]) for i, lo in pairs],
+                                         "ratio", digits=2, note="live_p99_ms_during_best / live_p99_ms_idle, per run"),
+        "live_offered_changes_per_s": summarize(
+            [r["idle"]["offered"] for r in idle] + [r[c]["live_offered"] for r in loaded for c in r],
+            "changes/s", digits=0, note="the writer's achieved rate in every idle and loaded window"),
+        "live_missing_changes": summarize(
+            [r["idle"]["missing"] for r in idle] + [r[c]["live_missing"] for r in loaded for c in r],
+            "changes", digits=0, note="live changes not read back within 60 s (should be 0)"),
+    })
+    parameters = {
+        "rows": options.rows, "range_rows": limit, "table": f"public.{table} ({SNAPSHOT_TABLE})",
+        "live_table": NARROW_TABLE, "base_chunk_size": base, "chunk_sizes": sizes, "live_rate": options.live_rate,
+        "live_tx_rows": options.live_tx_rows, "idle_s": options.idle_s, "warmup_s": options.warmup_s,
+        "offset_flush_interval_ms": FLUSH_INTERVAL_MS, "watermarks": "logical-decoding messages (no signal table)",
+        "connector_overrides": options.connector_overrides,
+    }
+    return {
+        "snapshot": {**figures, "parameters": parameters},
+        "rss_mb": {"sidecar_snapshot": summarize(rss_peaks, "MB", note="sidecar peak resident set (VmHWM) over an "
+                                                 "idle session: every chunk size, up to the largest")},
+    }

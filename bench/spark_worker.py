@@ -1,0 +1,221 @@
+"""The apply job under test, in a process of its own: ``python -m bench.spark_worker JARS_DIR``.
+
+One SparkSession (``spark_jobs.session.build_session``: ``local[2]``, the job's default Spark
+settings, Delta and Kafka jars from ``JARS_DIR``) serving commands read from stdin, one JSON object
+per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
+:mod:`bench.sidecar`). Every Delta write goes through ``spark_jobs.apply_changes``:
+
+* ``{"cmd": "build", "topic", "target_root", "seed_offsets": N, "rows": R, "files": F, "seq_commit": C}``:
+  apply the first ``N`` records of ``topic`` (``c`` events of keys 1..N) with a ``BatchApplier``, so
+  the job itself creates the table (columns, ``_cdc_*``, table properties), then append keys
+  N+1..R in the table's own column layout (``_cdc_seq = (C, id, 0)``, ``_cdc_op = 'c'``) as ``F``
+  files → ``{"event": "built", "files", "rows"}``;
+* ``{"cmd": "batches", "topic", "target_root", "batches": [[label, start, end], ...]}``: a new
+  ``BatchApplier``; each batch is ``spark.read`` of offsets ``[start, end)`` of partition 0 handed to
+  it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds"}`` each, then
+  ``{"event": "batches_done", "rows", "dead_letters"}`` (rows in the table afterwards);
+* ``{"cmd": "stream", "topic", "target_root", "checkpoint", "trigger"}``: ``start_query`` (the job's
+  own streaming query, ``processingTime`` trigger) → ``{"event": "stream_started"}``, then
+  ``{"event": "progress", "batch", "rows", "duration_ms"}`` per micro-batch;
+* ``{"cmd": "stop_stream"}`` → ``{"event": "stream_stopped", "batches"}``.
+
+Every 500 ms ``{"event": "sample", "jvm_rss_kb"}`` (the driver JVM's resident set; ``local[2]``
+runs the executors in it). On EOF or SIGTERM: stop the query and the session, then
+``{"event": "exit", "jvm_rss_peak_kb", "error"}``. Errors in a command are reported as
+``{"event": "error", "cmd", "error"}`` and end the worker.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+_lock = threading.Lock()
+
+
+def report(event: str, **fields: Any) -> None:
+    line = json.dumps({"event": event, "t": time.time(), **fields})
+    with _lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def memory_kb(pid: int | None) -> tuple[int, int]:
+    """``(VmRSS, VmHWM)`` of ``pid`` in kB (0 when unknown)."""
+    values = {"VmRSS": 0, "VmHWM": 0}
+    if pid is None:
+        return 0, 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in values:
+                values[key] = int(rest.split()[0])
+    except OSError:
+        pass
+    return values["VmRSS"], values["VmHWM"]
+
+
+class Worker:
+    def __init__(self, jars_dir: str) -> None:
+        from spark_jobs.session import build_session
+
+        self.spark = build_session("signaller-bench-apply", master="local[2]", jars_dir=jars_dir)
+        gateway = self.spark.sparkContext._gateway
+        self.jvm_pid: int | None = getattr(getattr(gateway, "proc", None), "pid", None)
+        self.query: Any = None
+        self.jvm_peak_kb = 0
+        self._done = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.5):
+            rss, peak = memory_kb(self.jvm_pid)
+            self.jvm_peak_kb = max(self.jvm_peak_kb, peak)
+            report("sample", jvm_rss_kb=rss)
+
+    def _config(self, command: dict[str, Any], **extra: Any) -> Any:
+        from spark_jobs.job_config import ApplyJobConfig
+
+        root = command["target_root"]
+        return ApplyJobConfig(bootstrap_servers=command["bootstrap_servers"], target_root=root,
+                              checkpoint_location=command.get("checkpoint") or f"{root}/_checkpoint",
+                              subscribe=command["topic"], **extra)
+
+    def _read(self, command: dict[str, Any], start: int, end: int) -> Any:
+        topic = command["topic"]
+        return (
+            self.spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", command["bootstrap_servers"])
+            .option("subscribe", topic)
+            .option("startingOffsets", json.dumps({topic: {"0": start}}))
+            .option("endingOffsets", json.dumps({topic: {"0": end}}))
+            .load()
+        )
+
+    # -- commands ---------------------------------------------------------------------------
+    def build(self, command: dict[str, Any]) -> None:
+        from spark_jobs.apply_changes import BatchApplier, table_path
+
+        cfg = self._config(command)
+        applier = BatchApplier(cfg)
+        applier(self._read(command, 0, command["seed_offsets"]), 0)
+        _, path = table_path(cfg, command["topic"])
+        table = self.spark.read.format("delta").load(path)
+        seeded = table.count()
+        columns = []
+        for f in table.schema.fields:
+            if f.name == "id":
+                columns.append("id")
+            elif f.name == "_cdc_seq":
+                columns.append(f"named_struct('commit_lsn', CAST({int(command['seq_commit'])} AS BIGINT), "
+                               "'lsn', id, 'kafka_offset', CAST(0 AS BIGINT)) AS _cdc_seq")
+            elif f.name == "_cdc_op":
+                columns.append("'c' AS _cdc_op")
+            elif f.name == "_cdc_ts_ms":
+                columns.append("CAST(1700000000000 AS BIGINT) AS _cdc_ts_ms")
+            elif f.name == "v":
+                columns.append(f"CAST(id % 1000 AS {f.dataType.simpleString()}) AS v")
+            elif f.name == "note":
+                columns.append("concat('row ', id) AS note")
+            else:
+                columns.append(f"CAST(0 AS {f.dataType.simpleString()}) AS {f.name}")
+        rest = self.spark.range(seeded + 1, int(command["rows"]) + 1, numPartitions=int(command["files"]))
+        rest.selectExpr(*columns).write.format("delta").mode("append").save(path)
+        rows = self.spark.read.format("delta").load(path).count()
+        report("built", rows=rows, files=len(self.spark.read.format("delta").load(path).inputFiles()))
+
+    def batches(self, command: dict[str, Any]) -> None:
+        from spark_jobs.apply_changes import BatchApplier, table_path
+
+        cfg = self._config(command)
+        applier = BatchApplier(cfg)
+        for index, (label, start, end) in enumerate(command["batches"]):
+            frame = self._read(command, start, end)
+            t0 = time.perf_counter()
+            applier(frame, index)
+            report("batch", label=label, seconds=time.perf_counter() - t0)
+        _, path = table_path(cfg, command["topic"])
+        rows = self.spark.read.format("delta").load(path).count()
+        report("batches_done", rows=rows, dead_letters=applier.stats["dead_letters"])
+
+    def stream(self, command: dict[str, Any]) -> None:
+        from spark_jobs.apply_changes import start_query
+
+        cfg = self._config(command, trigger_interval=command.get("trigger", "1 second"))
+        self.query = start_query(self.spark, cfg)
+        report("stream_started")
+        threading.Thread(target=self._progress, args=(self.query,), daemon=True).start()
+
+    def _progress(self, query: Any) -> None:
+        seen = -1
+        while query.isActive:
+            progress = query.lastProgress
+            if progress and progress.get("batchId", -1) != seen:
+                seen = progress["batchId"]
+                report("progress", batch=seen, rows=progress.get("numInputRows"),
+                       duration_ms=progress.get("durationMs", {}).get("triggerExecution"))
+            time.sleep(0.2)
+
+    def stop_stream(self, command: dict[str, Any]) -> None:
+        batches = None
+        if self.query is not None:
+            progress = self.query.lastProgress
+            batches = progress.get("batchId") if progress else None
+            self.query.stop()
+            self.query = None
+        report("stream_stopped", batches=batches)
+
+    def close(self) -> None:
+        try:
+            if self.query is not None:
+                self.query.stop()
+        finally:
+            self.spark.stop()
+            self._done.set()
+
+
+def main(argv: list[str]) -> int:
+    def terminate(*_: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    error = None
+    worker: Worker | None = None
+    try:
+        worker = Worker(argv[0])
+        report("ready", jvm_pid=worker.jvm_pid)
+        for line in sys.stdin:
+            command = json.loads(line)
+            try:
+                getattr(worker, command["cmd"])(command)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                print(traceback.format_exc(), file=sys.stderr)
+                report("error", cmd=command["cmd"], error=error)
+                break
+    except SystemExit:
+        pass
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        print(traceback.format_exc(), file=sys.stderr)
+    finally:
+        peak = 0
+        if worker is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the session stop cleanly
+            peak = max(worker.jvm_peak_kb, memory_kb(worker.jvm_pid)[1])
+            try:
+                worker.close()
+            except Exception as exc:
+                print(f"stopping the session failed: {exc}", file=sys.stderr)
+        report("exit", jvm_rss_peak_kb=peak, error=error)
+    return 1 if error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
