@@ -400,28 +400,35 @@ class IncrementalSnapshotter:
             return True
         return False
 
+    def _describe(self, queued: QueuedTable) -> _Prepared | str:
+        """The table's current schema plan and chunk SQL description, or the Debezium status
+        (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``) under which it must be skipped."""
+        table_id = TableId.parse(queued.table)
+        info = self._source.describe(table_id)
+        if info is None:
+            return "UNKNOWN_SCHEMA"
+        keys = (queued.surrogate_key,) if queued.surrogate_key else self._key_columns(info)
+        if not keys:
+            return "NO_PRIMARY_KEY"
+        self._relations.apply_relation(info.relation)
+        schema = self._relations.schema(info.oid)
+        plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
+        columns = tuple(c.name for c in plan.schema.columns)
+        chunk = ChunkTable(table_id.schema, table_id.table, columns,
+                           tuple((k, info.sql_types[k]) for k in keys), queued.filter)
+        return _Prepared(info, plan, chunk)
+
     def _prepare(self, head: QueuedTable) -> _Prepared | None:
         """Schema and max key of the head table (once per table); None if it was skipped."""
         prepared = self._prepared.get(head.table)
         if prepared is None:
-            table_id = TableId.parse(head.table)
-            info = self._source.describe(table_id)
-            if info is None:
-                self._finish_table("UNKNOWN_SCHEMA")
+            found = self._describe(head)
+            if isinstance(found, str):
+                self._finish_table(found)
                 return None
-            keys = (head.surrogate_key,) if head.surrogate_key else self._key_columns(info)
-            if not keys:
-                self._finish_table("NO_PRIMARY_KEY")
-                return None
-            self._relations.apply_relation(info.relation)
-            schema = self._relations.schema(info.oid)
-            plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
-            columns = tuple(c.name for c in plan.schema.columns)
-            chunk = ChunkTable(table_id.schema, table_id.table, columns,
-                               tuple((k, info.sql_types[k]) for k in keys), head.filter)
-            prepared = _Prepared(info, plan, chunk)
+            prepared = found
             self._prepared[head.table] = prepared
-            self._runtime.setdefault(head.table, _Runtime()).estimated_rows = info.estimated_rows
+            self._runtime.setdefault(head.table, _Runtime()).estimated_rows = prepared.info.estimated_rows
         if self._state.max_key is None:
             max_key = self._source.max_key(prepared.chunk)
             if max_key is None:
@@ -502,18 +509,11 @@ class IncrementalSnapshotter:
         names = ",".join(q.table for q in tables)
         self._notify(notes.make("STARTED", None, prefix, notes.INITIAL, data_collections=names))
         for index, queued in enumerate(tables):
-            table_id = TableId.parse(queued.table)
-            info = self._source.describe(table_id)
-            if info is None:
+            found = self._describe(queued)
+            if isinstance(found, str):
                 continue
-            keys = (queued.surrogate_key,) if queued.surrogate_key else self._key_columns(info)
-            self._relations.apply_relation(info.relation)
-            schema = self._relations.schema(info.oid)
-            plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
-            columns = tuple(c.name for c in plan.schema.columns)
-            chunk = ChunkTable(table_id.schema, table_id.table, columns,
-                               tuple((k, info.sql_types[k]) for k in keys), queued.filter)
-            rows = self._read_all(chunk, plan, len(columns))
+            table_id, plan = found.info.table_id, found.plan
+            rows = self._read_all(found.chunk, plan, len(found.chunk.columns))
             for position, row in enumerate(rows):
                 flag = self._blocking_flag(index, len(tables), position, len(rows))
                 now_us = time.time_ns() // 1000
