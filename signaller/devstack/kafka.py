@@ -82,6 +82,19 @@ def _classpath(paths: KafkaPaths) -> str:
     return f"{paths.libs}/*"
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: 22 URL-safe base64 characters, never starting with ``-``.
+
+    Kafka's own ``Uuid.randomUuid`` avoids a leading dash because command-line parsers read such a
+    value as an option (``kafka-storage format -t -abc`` fails with "expected one argument"); one id
+    in 64 would otherwise break a fresh ``stack up``.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 def prepare(settings: StackSettings, paths: KafkaPaths) -> None:
     """Copy the jars (once per pom version) and format the KRaft storage (once)."""
     maven.copy_dependencies(POM, paths.libs)
@@ -89,8 +102,8 @@ def prepare(settings: StackSettings, paths: KafkaPaths) -> None:
     paths.config.write_text(server_properties(settings, paths.data_dir))
     if (paths.data_dir / "meta.properties").exists():
         return
-    cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    argv = [_java(), "-cp", _classpath(paths), "kafka.tools.StorageTool", "format", "-t", cid, "-c", str(paths.config)]
+    argv = [_java(), "-cp", _classpath(paths), "kafka.tools.StorageTool", "format",
+            f"--cluster-id={new_cluster_id()}", "-c", str(paths.config)]
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         msg = f"formatting Kafka storage failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
