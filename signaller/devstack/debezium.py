@@ -1,0 +1,219 @@
+"""The reference implementation beside the sidecar: Debezium's PostgreSQL connector in Kafka Connect
+standalone mode, against the local stack's PostgreSQL and Kafka.
+
+Jars: ``compose/local/debezium/pom.xml`` (Kafka's connect-runtime at the broker's version, the JSON
+converter, ``io.debezium:debezium-connector-postgres``) resolved from Maven Central by Maven and copied
+into ``<stack home>/debezium/libs`` once per pom version. Nothing from Debezium is in the repository.
+
+Used by the compatibility suite (``tests/compat/``) and the benchmarks (``bench/``). One
+:class:`DebeziumConnect` is one worker process running one connector; its offsets live in a file in
+its own work directory, so a new work directory is a new connector with no history (its replication
+slot and publication are the caller's to drop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from signaller.devstack import maven
+from signaller.devstack.processes import ServiceStartError, start_detached, stop_pid
+from signaller.devstack.settings import REPO_ROOT, StackSettings
+from signaller.errors import TerminalError
+
+POM = REPO_ROOT / "compose" / "local" / "debezium" / "pom.xml"
+CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
+MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+
+class DebeziumConnectError(TerminalError):
+    """The Connect worker or its connector failed; the message names the log file to read."""
+
+
+def libs_dir(settings: StackSettings) -> Path:
+    """Where the Connect worker's jars are copied."""
+    return settings.home / "debezium" / "libs"
+
+
+def prepare(settings: StackSettings) -> Path:
+    """Resolve and copy the jars (a no-op when the pom has not changed); return the directory."""
+    return maven.copy_dependencies(POM, libs_dir(settings))
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def connector_defaults(settings: StackSettings) -> dict[str, str]:
+    """The connection half of a connector config for the local stack's database."""
+    return {
+        "connector.class": CONNECTOR_CLASS,
+        "database.hostname": "127.0.0.1",
+        "database.port": str(settings.pg_port),
+        "database.user": settings.pg_user,
+        "database.password": settings.pg_password,
+        "database.dbname": settings.pg_db,
+        "plugin.name": "pgoutput",
+        "tasks.max": "1",
+    }
+
+
+def worker_properties(bootstrap_servers: str, offsets_file: Path, rest_port: int,
+                      value_schemas: bool = True, flush_interval_ms: int = 1000) -> dict[str, str]:
+    """A standalone worker writing JSON (with embedded schemas unless ``value_schemas`` is false)."""
+    enable = "true" if value_schemas else "false"
+    return {
+        "bootstrap.servers": bootstrap_servers,
+        "key.converter": JSON_CONVERTER,
+        "value.converter": JSON_CONVERTER,
+        "key.converter.schemas.enable": enable,
+        "value.converter.schemas.enable": enable,
+        "offset.storage.file.filename": str(offsets_file),
+        "offset.flush.interval.ms": str(flush_interval_ms),
+        "listeners": f"http://127.0.0.1:{rest_port}",
+        "plugin.discovery": "only_scan",
+    }
+
+
+def render_properties(values: Mapping[str, str]) -> str:
+    """``key=value`` lines; backslashes, newlines and leading blanks escaped as java.util.Properties reads them."""
+    lines = []
+    for key, value in values.items():
+        escaped = value.replace("\\", "\\\\").replace("\n", "\\n")
+        if escaped[:1] in (" ", "\t"):
+            escaped = "\\" + escaped
+        lines.append(f"{key}={escaped}")
+    return "\n".join(lines) + "\n"
+
+
+class DebeziumConnect:
+    """One Kafka Connect standalone worker running one Debezium PostgreSQL connector.
+
+    ``connector`` holds the connector's own properties (``topic.prefix``, ``slot.name``, ...) on top of
+    :func:`connector_defaults`; ``name`` is the connector name. :meth:`start` returns once the connector
+    and its task are ``RUNNING`` (Debezium creates its replication slot before the task reports
+    running, so a change committed after :meth:`start` returns is captured). :meth:`stop` sends SIGTERM
+    (Connect flushes offsets on a clean shutdown), then SIGKILL after the timeout. A second
+    :meth:`start` with the same work directory resumes from the stored offsets.
+    """
+
+    def __init__(self, settings: StackSettings, connector: Mapping[str, str], work_dir: Path,
+                 name: str = "debezium", heap: str = "-Xmx1g", value_schemas: bool = True) -> None:
+        self.settings = settings
+        self.name = name
+        self.work_dir = work_dir
+        self.heap = heap
+        self.value_schemas = value_schemas
+        self.connector = {**connector_defaults(settings), **connector, "name": name}
+        self.log_file = work_dir / "connect.log"
+        self.rest_port = 0
+        self.pid: int | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self, timeout_s: float = 180.0) -> None:
+        """Write the worker and connector files, start the JVM and wait until the task runs."""
+        libs = prepare(self.settings)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.rest_port = free_port()
+        worker = worker_properties(self.settings.bootstrap_servers, self.work_dir / "offsets.dat",
+                                   self.rest_port, self.value_schemas)
+        worker_file = self.work_dir / "worker.properties"
+        connector_file = self.work_dir / "connector.properties"
+        worker_file.write_text(render_properties(worker))
+        connector_file.write_text(render_properties(self.connector))
+        argv = ["java", self.heap, "-XX:+UseG1GC", "-Djava.awt.headless=true",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                "-cp", f"{libs}/*", MAIN_CLASS, str(worker_file), str(connector_file)]
+        self.pid = start_detached(argv, self.log_file, self.work_dir / "connect.pid")
+        self._wait_running(timeout_s)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the worker (SIGTERM, then SIGKILL after ``timeout_s``). Safe to call twice."""
+        if self.pid is not None:
+            stop_pid(self.pid, timeout_s)
+            self.pid = None
+
+    def __enter__(self) -> DebeziumConnect:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- inspection ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The connector's status from Connect's REST API (``GET /connectors/<name>/status``)."""
+        url = f"http://127.0.0.1:{self.rest_port}/connectors/{self.name}/status"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            result: dict[str, Any] = json.loads(response.read())
+            return result
+
+    def rss_mb(self) -> float:
+        """Resident set size of the worker JVM in MiB (0.0 when it is not running)."""
+        if self.pid is None:
+            return 0.0
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def log_text(self) -> str:
+        """Everything the worker logged so far."""
+        try:
+            return self.log_file.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def _alive(self) -> bool:
+        if self.pid is None:
+            return False
+        with contextlib.suppress(ChildProcessError, OSError):
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _wait_running(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last = "no answer from the REST API yet"
+        while time.monotonic() < deadline:
+            if not self._alive():
+                raise ServiceStartError("Debezium Connect worker", "the process exited", self.log_file)
+            try:
+                status = self.status()
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                last = str(exc)
+            else:
+                tasks = status.get("tasks", [])
+                states = [status.get("connector", {}).get("state")] + [t.get("state") for t in tasks]
+                if any(state == "FAILED" for state in states):
+                    trace = next((t.get("trace", "") for t in tasks if t.get("state") == "FAILED"), "")
+                    msg = f"connector {self.name} failed: {trace[:2000]}; see {self.log_file}"
+                    raise DebeziumConnectError(msg)
+                if tasks and all(state == "RUNNING" for state in states):
+                    return
+                last = json.dumps(status)
+            time.sleep(0.5)
+        self.stop()
+        raise ServiceStartError("Debezium Connect worker", f"not RUNNING after {timeout_s:.0f}s ({last})",
+                                self.log_file)
