@@ -39,9 +39,10 @@ class ChunkTable:
 
 
 def _as_text(refs: Sequence[str]) -> str:
-    """Select list of text casts with positional aliases: an output column must never carry a
-    table column's name, or ``ORDER BY "id"`` would sort by the text output, not the column."""
-    return ", ".join(f"{ref}::text AS c{index}" for index, ref in enumerate(refs))
+    """Select list with positional aliases (an output column must never carry a table column's name,
+    or ``ORDER BY "id"`` could sort by the output column). No casts: the source reads these with a
+    typecaster that keeps the server's text (``col::text`` would change booleans and ``char(n)``)."""
+    return ", ".join(f"{ref} AS c{index}" for index, ref in enumerate(refs))
 
 
 def _row(items: Sequence[str]) -> str:
@@ -86,7 +87,11 @@ def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: 
     return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT {int(limit)}", params
 
 
-def count_query(table: ChunkTable) -> str:
-    """Exact row count within the filter (used for small filtered snapshots' estimates)."""
-    where = f" WHERE ({table.filter})" if table.filter else ""
-    return f"SELECT count(*) FROM {table.qualified}{where}"
+def count_query(table: ChunkTable, upper: Key) -> tuple[str, list[str | None]]:
+    """Debezium's bounded row count: rows with ``key <= upper`` (the maximum key) within the filter.
+    Used for the ``total_rows`` of a filtered snapshot, or when the planner has no estimate."""
+    keys = _key_refs(table)
+    conditions = [f"{_row(keys)} <= {_row(_params(table))}"]
+    if table.filter:
+        conditions.append(f"({table.filter})")
+    return f"SELECT count(*) FROM {table.qualified} WHERE {' AND '.join(conditions)}", list(upper)

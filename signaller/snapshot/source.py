@@ -22,11 +22,17 @@ import psycopg2
 
 from signaller.errors import SnapshotError
 from signaller.model import TableId
-from signaller.snapshot.chunks import ChunkTable, chunk_query, max_key_query, quote_ident
+from signaller.snapshot.chunks import ChunkTable, chunk_query, count_query, max_key_query, quote_ident
 from signaller.snapshot.state import Key
 from signaller.sources.postgres.catalog import TABLES_PARAMS, TABLES_QUERY, connect, translate
 from signaller.sources.postgres.pgoutput import Relation, RelationColumn
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
+
+RAW_TEXT = psycopg2.extensions.new_type(
+    tuple(psycopg2.extensions.string_types), "SIGNALLER_RAW_TEXT", lambda value, _cursor: value)
+"""A typecaster returning every value as PostgreSQL sent it (its output function's text). Casting in
+SQL instead (``col::text``) is not the same: booleans become ``true``/``false`` instead of ``t``/``f``,
+``char(n)`` loses its padding and ``inet`` gains a netmask."""
 
 SESSION_SETUP = "SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SET bytea_output = 'hex'"
 
@@ -85,21 +91,26 @@ class PostgresChunkSource:
         self._strategy = strategy
         self._conn: Any = None
 
-    def _cursor(self) -> Any:
+    def _cursor(self, raw: bool = False) -> Any:
+        """A cursor; with ``raw``, every value comes back as the text of the type's output function
+        (what pgoutput sends), so snapshot rows decode exactly like streamed ones."""
         if self._conn is None or self._conn.closed:
             self._conn = connect(self._dsn, "connecting for incremental snapshots")
             with self._conn.cursor() as cur:
                 cur.execute(SESSION_SETUP)
-        return self._conn.cursor()
+        cursor = self._conn.cursor()
+        if raw:
+            psycopg2.extensions.register_type(RAW_TEXT, cursor)
+        return cursor
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             if self._conn is not None:
                 self._conn.close()
 
-    def _run(self, doing: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    def _run(self, doing: str, sql: str, params: Any = None, raw: bool = False) -> list[tuple[Any, ...]]:
         try:
-            with self._cursor() as cur:
+            with self._cursor(raw) as cur:
                 cur.execute(sql, params)
                 return list(cur.fetchall()) if cur.description else []
         except psycopg2.Error as exc:
@@ -163,16 +174,26 @@ class PostgresChunkSource:
     # -- reads ----------------------------------------------------------------------------
     def max_key(self, table: ChunkTable) -> Key | None:
         try:
-            rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table))
+            rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table),
+                             raw=True)
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
         return tuple(rows[0]) if rows else None
+
+    def count_rows(self, table: ChunkTable, upper: Key) -> int:
+        """Rows up to the maximum key ``upper`` within the table's filter (an exact count)."""
+        sql, params = count_query(table, upper)
+        try:
+            rows = self._run(f"counting the rows of {table.schema}.{table.name}", sql, params)
+        except Exception as exc:
+            raise ChunkQueryError(str(exc)) from exc
+        return int(rows[0][0])
 
     def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None,
                    limit: int) -> list[tuple[str | None, ...]]:
         sql, params = chunk_query(table, lower, upper, limit)
         try:
-            return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, params)
+            return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, params, raw=True)
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
 
@@ -183,7 +204,7 @@ class PostgresChunkSource:
         Nothing is written."""
         sql, params = chunk_query(table, lower, upper, limit)
         try:
-            cur = self._cursor()
+            cur = self._cursor(raw=True)
             try:
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 cur.execute("SELECT pg_current_snapshot()::text")
