@@ -52,7 +52,8 @@ class SnapshotCoordinator:
         self._source = PostgresChunkSource(config.libpq_dsn(), config.signal_data_collection,
                                            config.incremental_snapshot_watermarking_strategy.value)
         relations = RelationCache(catalog.resolve_type, not_null_columns=catalog.not_null_columns,
-                                  primary_key_columns=catalog.primary_key_columns)
+                                  primary_key_columns=catalog.primary_key_columns,
+                                  column_defaults=catalog.column_defaults)
         self.engine = IncrementalSnapshotter(config, self._source, modes_of(config), relations,
                                              self._emit_read, self._notify, compile_filter)
         self._signal_table = config.signal_data_collection
@@ -83,6 +84,10 @@ class SnapshotCoordinator:
                     outcome = self.engine.apply(signal, action)
                 log.info("snapshot.mode=%s: initial incremental snapshot of %d table(s): %s", mode, len(data_tables),
                          "queued" if outcome.accepted else outcome.reason)
+                return
+        # As Debezium: every start that runs no initial snapshot says so (random id, Initial Snapshot).
+        with self._adhoc_group():
+            self._notify(notes.make("SKIPPED", None, self._config.topic_prefix, notes.INITIAL))
 
     def close(self) -> None:
         for channel in self._channels.values():

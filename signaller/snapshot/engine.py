@@ -73,6 +73,8 @@ class _Runtime:
     chunk_from: str | None = None
     chunk_to: str | None = None
     estimated_rows: int | None = None
+    total_rows: int | None = None
+    rows_read: int = 0
     chunks: int = 0
     chunk_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -225,8 +227,11 @@ class IncrementalSnapshotter:
             if action.surrogate_key is not None:
                 self._check_surrogate(info, action.surrogate_key, action.signal_id)
             elif not self._key_columns(info):
-                raise SignalError(f"table {table} has no primary key; give a 'surrogate-key' (a unique NOT NULL "
-                                  "column) or configure message.key.columns", action.signal_id)
+                # Debezium accepts the signal and skips the table when its turn comes
+                # (TABLE_SCAN_COMPLETED with status NO_PRIMARY_KEY); so does signaller, with a hint.
+                log.warning("signal %s: table %s has no primary key and will be skipped (NO_PRIMARY_KEY); give a "
+                            "'surrogate-key' (a unique NOT NULL column) or configure message.key.columns",
+                            action.signal_id, table)
             queued.append(QueuedTable(str(table), normalized, action.surrogate_key, action.signal_id))
         if action.snapshot_type == "blocking":
             self._blocking(action, queued)
@@ -235,8 +240,9 @@ class IncrementalSnapshotter:
         self._state = self._state.with_changes(queue=self._state.queue + tuple(queued),
                                                correlation_id=action.signal_id)
         if not was_running:
-            self._notify(notes.make("STARTED", action.signal_id, self._config.topic_prefix,
-                                    data_collections=self._collections()))
+            for kind in ("STARTED", "DATA_COLLECTIONS_RESOLVED"):
+                self._notify(notes.make(kind, action.signal_id, self._config.topic_prefix,
+                                        data_collections=self._collections()))
             if not self._state.paused:
                 self._need_chunk = True
         log.info("incremental snapshot %s queued %s", action.signal_id, [q.table for q in queued])
@@ -430,15 +436,40 @@ class IncrementalSnapshotter:
             self._prepared[head.table] = prepared
             self._runtime.setdefault(head.table, _Runtime()).estimated_rows = prepared.info.estimated_rows
         if self._state.max_key is None:
+            runtime = self._runtime.setdefault(head.table, _Runtime())
+            runtime.total_rows, runtime.rows_read = None, 0
             max_key = self._source.max_key(prepared.chunk)
             if max_key is None:
                 self._finish_table("EMPTY")
                 return None
+            runtime.total_rows = self._total_rows(prepared, head, max_key)
             started = head.started_at or time.time()
             queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id, head.rows, started),
                      *self._state.queue[1:])
             self._state = self._state.with_changes(max_key=max_key, queue=queue)
         return prepared
+
+    def _total_rows(self, prepared: _Prepared, head: QueuedTable, max_key: Key) -> int | None:
+        """Debezium's ``total_rows``: the planner's estimate (``pg_class.reltuples``) when there is no
+        filter and it is positive, else an exact count up to the maximum key; None if that fails."""
+        estimate = prepared.info.estimated_rows
+        if head.filter is None and estimate is not None and estimate > 0:
+            return estimate
+        try:
+            return self._source.count_rows(prepared.chunk, max_key)
+        except (ChunkQueryError, SourceError) as exc:
+            log.warning("could not count the rows of %s (progress will omit totals): %s", head.table, exc)
+            return None
+
+    def _progress(self, table: str) -> dict[str, str]:
+        """``total_rows``, ``total_chunks`` and ``chunk_index`` of IN_PROGRESS (as Debezium 3.7)."""
+        runtime = self._runtime.get(table)
+        if runtime is None or runtime.total_rows is None:
+            return {}
+        size = self.chunk_size
+        total_chunks = -(-runtime.total_rows // size)
+        index = min(-(-runtime.rows_read // size), total_chunks)
+        return {"total_rows": str(runtime.total_rows), "total_chunks": str(total_chunks), "chunk_index": str(index)}
 
     def _buffer(self, chunk_id: str, head: QueuedTable, prepared: _Prepared, rows: list[tuple[str | None, ...]],
                 lower: Key | None) -> None:
@@ -453,11 +484,12 @@ class IncrementalSnapshotter:
         self._chunk_end = tuple(rows[-1][width:])
         runtime = self._runtime.setdefault(head.table, _Runtime())
         runtime.chunk_from, runtime.chunk_to = _key_text(lower), _key_text(self._chunk_end)
+        runtime.rows_read += len(rows)
         self._notify(notes.make(
             "IN_PROGRESS", self._state.correlation_id, self._config.topic_prefix,
             data_collections=self._collections(), current_collection_in_progress=head.table,
             maximum_key=_key_text(self._state.max_key) or '"<null>"',
-            last_processed_key=_key_text(self._chunk_end) or "",
+            last_processed_key=_key_text(self._chunk_end) or "", **self._progress(head.table),
         ))
 
     def _finish_table(self, status: str, *, announce: bool = True) -> None:
@@ -471,10 +503,14 @@ class IncrementalSnapshotter:
         )
         self._chunk_end = None
         self._prepared.pop(head.table, None)
+        runtime = self._runtime.get(head.table)
+        total = {} if runtime is None or runtime.total_rows is None else {"total_rows": str(runtime.total_rows)}
+        if runtime is not None:
+            runtime.total_rows = None
         if announce:
             self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._config.topic_prefix,
                                     data_collections=collections, scanned_collection=head.table,
-                                    total_rows_scanned=str(head.rows), status=status))
+                                    total_rows_scanned=str(head.rows), status=status, **total))
         log.info("incremental snapshot of %s: %s, %d rows", head.table, status, head.rows)
         if not self._state.queue:
             self._notify(notes.make("COMPLETED", self._state.correlation_id, self._config.topic_prefix))

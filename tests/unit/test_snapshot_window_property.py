@@ -220,6 +220,9 @@ class FakeChunkSource:
         keys = self.db.rows(None, None, None)
         return self.db.shape.key_text(keys[-1]) if keys else None
 
+    def count_rows(self, chunk: ChunkTable, upper: Key) -> int:
+        return len(self.db.rows(None, None, None))
+
     def _read(self, lower: Key | None, upper: Key | None, limit: int) -> list[tuple[str | None, ...]]:
         shape = self.db.shape
         self.reads.append(len(self.db.log))
