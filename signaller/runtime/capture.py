@@ -66,25 +66,30 @@ class _TxMetadata:
 
     def __init__(self, sink: KafkaSink, topic: str, schemas: bool) -> None:
         self.sink, self.topic, self.schemas = sink, topic, schemas
-        self.tx_id = ""
+        self.xid = 0
         self.total = 0
         self.per_table: dict[str, int] = {}
 
+    # Debezium's PostgreSQL transaction ids are ``<xid>:<LSN of the message>``: the BEGIN record's
+    # LSN is the BEGIN message's, each event's its own, the END record's the COMMIT message's (the
+    # transaction's end LSN). Only the xid is the same throughout a transaction.
     def begin(self, item: TxBegin) -> None:
-        self.tx_id = postgres_transaction_id(item.xid, item.commit_lsn)
+        self.xid = item.xid
         self.total, self.per_table = 0, {}
-        key = transaction_key(self.tx_id, schemas_enable=self.schemas)
-        self.sink.send(self.topic, key, transaction_begin_value(self.tx_id, item.commit_ts_us // 1000,
+        tx_id = postgres_transaction_id(item.xid, item.begin_lsn)
+        key = transaction_key(tx_id, schemas_enable=self.schemas)
+        self.sink.send(self.topic, key, transaction_begin_value(tx_id, item.commit_ts_us // 1000,
                                                                 schemas_enable=self.schemas))
 
-    def block(self, table: str) -> dict[str, Any]:
+    def block(self, table: str, lsn: int | None) -> dict[str, Any]:
         self.total += 1
         self.per_table[table] = self.per_table.get(table, 0) + 1
-        return transaction_block(self.tx_id, self.total, self.per_table[table])
+        return transaction_block(postgres_transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
 
     def end(self, item: TxCommit) -> None:
-        key = transaction_key(self.tx_id, schemas_enable=self.schemas)
-        value = transaction_end_value(self.tx_id, item.commit_ts_us // 1000, self.total,
+        tx_id = postgres_transaction_id(item.xid, item.end_lsn)
+        key = transaction_key(tx_id, schemas_enable=self.schemas)
+        value = transaction_end_value(tx_id, item.commit_ts_us // 1000, self.total,
                                       sorted(self.per_table.items()), schemas_enable=self.schemas)
         self.sink.send(self.topic, key, value)
 
@@ -254,7 +259,7 @@ class CaptureLoop:
         if tx is not None and output.streamed:
             # A streamed change (from the reader): its rows are the plan's, its table the plan's.
             name, topic = output.name, output.topic
-            block = tx_meta.block(name) if tx_meta else None
+            block = tx_meta.block(name, change.lsn) if tx_meta else None
             key, value = output.serializer.serialize_streamed(
                 change.op, change.before, change.after, change.lsn, tx,  # type: ignore[arg-type]
                 ts_us_now=_now_us(), transaction=block)
@@ -264,7 +269,7 @@ class CaptureLoop:
                 name, topic = output.name, output.topic
             else:
                 name, topic = str(event.table), self.config.topic_for(event.table)
-            block = tx_meta.block(name) if tx_meta else None
+            block = tx_meta.block(name, change.lsn) if tx_meta else None
             key = output.serializer.serialize_key(event.after if event.after is not None else event.before)
             value = output.serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block)
         sink.send(topic, key, value)

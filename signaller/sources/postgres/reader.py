@@ -51,14 +51,17 @@ class RelationPlan:
 
 @dataclass(frozen=True, slots=True)
 class TxBegin:
-    """Start of a transaction. ``last_commit_lsn`` is the commit LSN of the transaction before it
-    (Debezium's ``source.sequence[0]``; None before the first one of a session that started
-    from the slot's position). Immutable: the capture loop caches per-transaction JSON on it."""
+    """Start of a transaction. ``last_commit_lsn`` is the end LSN of the transaction before it
+    (Debezium's ``lastCommitLsn``, ``source.sequence[0]``: the position of the previous COMMIT
+    message; None before the first one of a session that started from the slot's position).
+    ``begin_lsn`` is the position of this BEGIN message (Debezium's BEGIN record id is
+    ``<xid>:<begin_lsn>``). Immutable: the capture loop caches per-transaction JSON on it."""
 
     xid: int
     commit_lsn: int
     commit_ts_us: int
     last_commit_lsn: int | None = None
+    begin_lsn: int = 0
 
 
 class Change:
@@ -198,6 +201,7 @@ class PostgresLogReader:
             catalog.resolve_type,
             not_null_columns=catalog.not_null_columns,
             primary_key_columns=self._key_columns,
+            column_defaults=catalog.column_defaults,
         )
         self._plans: dict[int, tuple[int, RelationPlan | None]] = {}
         self._row_readers: dict[int, tuple[RelationPlan | None, _RowReader | None]] = {}
@@ -217,7 +221,7 @@ class PostgresLogReader:
 
     @property
     def last_commit_lsn(self) -> int | None:
-        """Commit LSN of the newest transaction fully read (Debezium's ``lastCommitLsn``)."""
+        """End LSN of the newest transaction fully read (Debezium's ``lastCommitLsn``)."""
         return self._last_commit_lsn
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -311,11 +315,12 @@ class PostgresLogReader:
             self._emit(msg.relation_id, Op.DELETE, msg.old, None, lsn, out)  # type: ignore[union-attr]
         elif isinstance(msg, pgoutput.Begin):
             self._xid, self._commit_lsn, self._commit_ts_us = msg.xid, msg.final_lsn, msg.commit_ts_us
-            self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn)
+            self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn, lsn)
             out.append(self._tx)
         elif isinstance(msg, pgoutput.Commit):
             out.append(TxCommit(self._xid, msg.commit_lsn, msg.end_lsn, msg.commit_ts_us))
-            self._last_commit_lsn = msg.commit_lsn
+            # Debezium's lastCommitLsn is the COMMIT message's position, the transaction's end LSN.
+            self._last_commit_lsn = msg.end_lsn
             self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn)
         elif kind is pgoutput.Relation or kind is pgoutput.Type:
             self._row_readers.clear()
