@@ -43,6 +43,8 @@ class Column:
     is_key: bool = False
     enum_values: tuple[str, ...] | None = None
     element_type_name: str | None = None
+    default_text: str | None = None
+    """The column's constant default as value text (see ``sources.postgres.defaults``), or None."""
 
 
 @dataclass(frozen=True, slots=True)

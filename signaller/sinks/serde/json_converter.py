@@ -326,6 +326,7 @@ class EnvelopeSerializer:
 
     __slots__ = (
         "_database",
+        "_defaults",
         "_key_head",
         "_key_names",
         "_key_prefix",
@@ -372,6 +373,10 @@ class EnvelopeSerializer:
         self.topic = base
         emitted = [column for column in table.columns if codecs[column.name].emitted]
         self._value_names = tuple(column.name for column in emitted)
+        # JsonConverter (replace.null.with.default=true, its default) writes a field's schema default
+        # in place of a null value; Debezium puts constant column defaults in the schema.
+        self._defaults = {column.name: codecs[column.name].schema["default"] for column in emitted
+                          if "default" in codecs[column.name].schema}
         emitted_names = set(self._value_names)
         self._key_names = tuple(name for name in table.key_columns if name in emitted_names)
         self.value_schema = _struct(
@@ -513,6 +518,9 @@ class EnvelopeSerializer:
             rest = template % (lsn, lsn, block, ts_us_now // 1000, ts_us_now, ts_us_now * 1000)
         if op is _TRUNCATE:
             before = after = None
+        if self._defaults:
+            before = None if before is None else self._fill_defaults(before)
+            after = None if after is None else self._fill_defaults(after)
         if before is None:
             before_json = b"null"
         else:
@@ -565,7 +573,13 @@ class EnvelopeSerializer:
         return None
 
     def _row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: row.get(name) for name in self._value_names}
+        out = {name: row.get(name) for name in self._value_names}
+        return self._fill_defaults(out) if self._defaults else out
+
+    def _fill_defaults(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """``row`` with every null value of a column that has a schema default replaced by it."""
+        defaults = self._defaults
+        return {name: defaults[name] if value is None and name in defaults else value for name, value in row.items()}
 
     def _source(self, event: ChangeEvent, ts_us_now: int) -> bytes:
         ts_us = ts_us_now if event.op is Op.READ else event.commit_ts_us

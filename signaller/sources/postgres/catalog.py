@@ -17,6 +17,7 @@ import psycopg2.extensions
 
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId, parse_lsn
+from signaller.sources.postgres.defaults import literal_text
 from signaller.sources.postgres.relations import ResolvedType
 
 TRANSIENT_CODES = ("08", "57P", "53", "55006", "40")
@@ -108,6 +109,22 @@ class Catalog:
             (namespace, table),
         )
         return tuple(r[0] for r in rows)
+
+    def column_defaults(self, namespace: str, table: str) -> dict[str, str]:
+        """``column -> constant default as value text`` for the columns whose default is a constant."""
+        rows = self._rows(
+            "SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
+            "JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+            "JOIN pg_class c ON c.oid = d.adrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s AND NOT a.attisdropped AND a.attgenerated = ''",
+            (namespace, table),
+        )
+        out: dict[str, str] = {}
+        for name, expression in rows:
+            text = literal_text(expression)
+            if text is not None:
+                out[name] = text
+        return out
 
     def not_null_columns(self, namespace: str, table: str) -> set[str]:
         rows = self._rows(

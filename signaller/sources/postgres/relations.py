@@ -7,7 +7,7 @@ the latest one per relation id, derives a :class:`~signaller.model.TableSchema` 
 keeps a per-relation ``version`` that changes exactly when the Relation or the derived schema
 changes, so consumers can tell when to rebuild converters and Kafka schemas.
 
-What pgoutput does not say, the I/O layer supplies through three optional callables, all of
+What pgoutput does not say, the I/O layer supplies through four optional callables, all of
 which may run catalog queries (they are called only when a Relation or Type message arrives,
 never per row) and, like Debezium's out-of-band lookups, see the catalog as it is *now*, which
 may be ahead of the WAL position of the message being applied:
@@ -21,6 +21,8 @@ may be ahead of the WAL position of the message being applied:
   (PostgreSQL forces primary-key and replica-identity-index columns NOT NULL) and every other
   column is ``optional=True`` (Debezium's default when optionality is unknown).
 * ``primary_key_columns(namespace, table) -> tuple[str, ...]``: the primary key columns.
+* ``column_defaults(namespace, table) -> Mapping[str, str]``: constant column defaults as value
+  text (``Column.default_text``; the codec puts them in the schema as Debezium does).
 
 Key columns (``Column.is_key``, hence ``TableSchema.key_columns`` and the Kafka key) follow
 Debezium: the Kafka key is the table's **primary key**, read from the catalog whatever the
@@ -94,6 +96,8 @@ NotNullColumns: TypeAlias = Callable[[str, str], AbstractSet[str]]
 """``(namespace, table) -> names of the columns declared NOT NULL``."""
 
 PrimaryKeyColumns: TypeAlias = Callable[[str, str], tuple[str, ...]]
+ColumnDefaults: TypeAlias = Callable[[str, str], Mapping[str, str]]
+"""``(namespace, table) -> {column: constant default as value text}`` (``Catalog.column_defaults``)."""
 """``(namespace, table) -> primary key column names in key order`` (empty if none)."""
 
 _BUILTIN_TYPE_NAMES: Final[dict[int, str]] = {
@@ -301,10 +305,12 @@ class RelationCache:
         *,
         not_null_columns: NotNullColumns | None = None,
         primary_key_columns: PrimaryKeyColumns | None = None,
+        column_defaults: ColumnDefaults | None = None,
     ) -> None:
         self._type_resolver = type_resolver
         self._not_null_columns = not_null_columns
         self._primary_key_columns = primary_key_columns
+        self._column_defaults = column_defaults
         self._entries: dict[int, CachedRelation] = {}
         self._type_messages: dict[int, Type] = {}
         self._resolved: dict[int, ResolvedType] = {}
@@ -411,7 +417,8 @@ class RelationCache:
         namespace, table = relation.namespace, relation.name
         keys = self._key_columns(relation)
         not_null = None if self._not_null_columns is None else self._not_null_columns(namespace, table)
-        columns = tuple(self._column(c, c.name in keys, not_null) for c in relation.columns)
+        defaults = {} if self._column_defaults is None else self._column_defaults(namespace, table)
+        columns = tuple(self._column(c, c.name in keys, not_null, defaults.get(c.name)) for c in relation.columns)
         return TableSchema(TableId(namespace, table), columns, key=keys)
 
     def _key_columns(self, relation: Relation) -> tuple[str, ...]:
@@ -427,7 +434,8 @@ class RelationCache:
             return tuple(column.name for column in relation.columns if column.is_key)
         return ()
 
-    def _column(self, column: RelationColumn, is_key: bool, not_null: AbstractSet[str] | None) -> Column:
+    def _column(self, column: RelationColumn, is_key: bool, not_null: AbstractSet[str] | None,
+                default_text: str | None = None) -> Column:
         type_oid, resolved, domain_modifier = self._root_type(column.type_oid)
         modifier = column.type_modifier if column.type_modifier != -1 else domain_modifier
         optional = not is_key if not_null is None else column.name not in not_null
@@ -440,6 +448,7 @@ class RelationCache:
             is_key=is_key,
             enum_values=self._enum_values(resolved),
             element_type_name=resolved.element_type_name,
+            default_text=default_text,
         )
 
     def _root_type(self, type_oid: int) -> tuple[int, ResolvedType, int]:

@@ -1230,7 +1230,22 @@ def codec_for(column: Column, modes: TypeModes) -> ColumnCodec:
             return _omitted(column, modes, label)
         node, convert = builder(column, modes, label)
         placeholder = _scalar_placeholder(canonical, node, modes)
-    return ColumnCodec(_with_optional(node, column.optional), convert, True, placeholder)
+    return ColumnCodec(_with_default(_with_optional(node, column.optional), column, convert), convert, True,
+                       placeholder)
+
+
+def _with_default(node: dict[str, Any], column: Column, convert: Converter) -> dict[str, Any]:
+    """Debezium's schema ``default``: the column's constant default converted like a value (no
+    default when there is none or it does not convert)."""
+    if column.default_text is None:
+        return node
+    try:
+        value = convert(column.default_text)
+    except Exception:  # a default Debezium could not parse either: the schema simply has none
+        return node
+    if value is None:
+        return node
+    return {**node, "default": value}
 
 
 def _scalar_placeholder(canonical: str, node: dict[str, Any], modes: TypeModes) -> Any:
