@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help deps system-deps venv stack-up stack-down stack-status lint typecheck test test-unit demo bench clean
+.PHONY: help deps system-deps venv stack-up stack-down stack-status lint typecheck test compat test-unit demo bench clean
 
 help:
 	@echo "make test    lint, type-check and run every test tier (starts PostgreSQL and Kafka)"
@@ -47,6 +47,10 @@ test-unit: venv
 # The pytest session starts the services it needs and stops those it started.
 test: lint typecheck
 	$(BIN)/pytest tests -q $(PYTEST_ARGS)
+
+# The compatibility suite alone (it also runs in `make test`): Debezium's connector beside the sidecar.
+compat: venv
+	$(BIN)/pytest tests/compat -q $(PYTEST_ARGS)
 
 demo: venv
 	$(BIN)/signaller demo

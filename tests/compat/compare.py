@@ -1,0 +1,200 @@
+"""Event-by-event comparison of Debezium's output with the sidecar's (pure logic, no services).
+
+Each side's records are first *renamed*: the names that must differ between two connectors on one
+database (topic prefix, signalling table) and values that are random by design (watermark chunk ids,
+Initial Snapshot notification ids) become placeholders. Nothing else is changed. Then every record
+of every topic is compared field by field, schemas included, and each difference is either matched
+by an entry of :data:`ALLOWED` (the README's allow-list, with its reason) or reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+ABSENT = "<absent>"
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """A difference the suite accepts: where (topic kind and JSON path, regular expressions
+    matched in full), for which ``op`` (None: any), and why."""
+
+    name: str
+    topic: str
+    path: str
+    reason: str
+    op: str | None = None
+
+    def matches(self, difference: Difference) -> bool:
+        return (re.fullmatch(self.topic, difference.topic) is not None
+                and re.fullmatch(self.path, difference.path) is not None
+                and (self.op is None or self.op == difference.op))
+
+
+ALLOWED: tuple[Allowed, ...] = (
+    Allowed("timings", r".*", r"value\.payload\.(source\.)?ts_(ms|us|ns)|value\.payload\.timestamp",
+            "Wall-clock times of two processes never agree."),
+    Allowed("read positions", r"data:.*", r"value\.payload\.source\.(lsn|txId|sequence|xmin)", op="r",
+            reason="A snapshot READ carries the log position at which its window closed; each side writes its "
+                   "own watermarks at its own moment, so the positions differ (the values are still checked for "
+                   "shape by the suite's own assertions)."),
+    Allowed("watermark positions", r"signal", r"(value\.payload\.(source\.(lsn|txId|sequence|xmin)|transaction\..*))",
+            reason="Watermark rows are separate transactions of each side (and the signals go to two signal "
+                   "tables), so their log positions and transaction ids differ."),
+    Allowed("first change after the signals", r"data:cmp_sync_.*", r"value\.payload\.source\.sequence",
+            reason="source.sequence[0] is the previous transaction's end LSN in the connector's stream; before the "
+                   "scenario's first change after the snapshots, each side's previous transaction is a write to "
+                   "its own signalling table."),
+    Allowed("watermark timestamps", r"signal", r"value\.payload\.after\.data\.(open|close)WindowTimestamp",
+            reason="Window open/close instants; Debezium writes nanosecond digits, signaller microseconds "
+                   "(both ISO-8601 instants)."),
+)
+"""The README's allow-list ("Differences from Debezium"), as data. A unit test keeps the two in step."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    topic: str
+    index: int
+    path: str
+    debezium: Any
+    signaller: Any
+    op: str | None = None
+
+    def __str__(self) -> str:
+        def show(value: Any) -> str:
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            return text if len(text) <= 300 else text[:300] + "..."
+
+        return (f"{self.topic}[{self.index}] {self.path} (op {self.op}):\n"
+                f"    debezium:  {show(self.debezium)}\n    signaller: {show(self.signaller)}")
+
+
+@dataclass(frozen=True)
+class Renames:
+    """One side's own names, replaced by placeholders before comparing."""
+
+    prefix: str
+    signal_table: str
+
+    def apply(self, text: str) -> str:
+        return text.replace(self.signal_table, "<signal-table>").replace(self.prefix, "<prefix>")
+
+
+def topic_kind(topic: str, renames: Renames) -> str:
+    """``data:<table>``, ``signal``, ``notifications``, ``transaction`` or ``other:<topic>``."""
+    name = renames.apply(topic)
+    if name == "<prefix>.public.<signal-table>":
+        return "signal"
+    if name.startswith("<prefix>.public."):
+        return "data:" + name.removeprefix("<prefix>.public.")
+    if name in ("<prefix>.notifications", "<prefix>.transaction"):
+        return name.removeprefix("<prefix>.")
+    return "other:" + name
+
+
+def own_transactions(records: list[dict[str, Any]]) -> set[str]:
+    """Transaction ids (``xid``) whose END record lists only the side's own signalling table: its
+    signals and watermark rows, which are each side's own transactions."""
+    own: set[str] = set()
+    for record in records:
+        payload = (record.get("value") or {}).get("payload") or {}
+        if payload.get("status") != "END":
+            continue
+        collections = {c.get("data_collection") for c in payload.get("data_collections") or ()}
+        if collections == {"public.<signal-table>"}:
+            own.add(str(payload.get("id", "")).split(":")[0])
+    return own
+
+
+def normalize(record: dict[str, Any], kind: str, renames: Renames) -> Any:
+    """A record (``{"key": ..., "value": ...}`` parsed JSON) with this side's names renamed, the
+    watermark rows' ``data`` parsed (it is a JSON document in a text column) and random ids replaced."""
+    text = renames.apply(json.dumps(record))
+    if kind == "signal":
+        text = UUID.sub("<chunk-id>", text)
+    out: Any = json.loads(text)
+    value = out.get("value")
+    if kind == "signal" and isinstance(value, dict):
+        after = value.get("payload", {}).get("after")
+        if isinstance(after, dict) and str(after.get("type", "")).startswith("snapshot-window-"):
+            with contextlib.suppress(TypeError, ValueError):
+                after["data"] = json.loads(after["data"])
+    if kind == "notifications" and isinstance(value, dict):
+        payload = value.get("payload", {})
+        if payload.get("aggregate_type") == "Initial Snapshot" and UUID.fullmatch(str(payload.get("id", ""))):
+            payload["id"] = "<random-uuid>"
+            out["key"]["payload"]["id"] = "<random-uuid>"
+    return out
+
+
+def _without(records: list[Any], xids: set[str]) -> list[Any]:
+    return [r for r in records if str(r["value"]["payload"]["id"]).split(":")[0] not in xids]
+
+
+def _op(record: Any) -> str | None:
+    value = record.get("value") if isinstance(record, dict) else None
+    payload = value.get("payload") if isinstance(value, dict) else None
+    return payload.get("op") if isinstance(payload, dict) else None
+
+
+def diff_values(left: Any, right: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """Every leaf where ``left`` and ``right`` differ: ``(path, left, right)``; object member order
+    is not significant (JSON objects), list order is."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in list(left) + [k for k in right if k not in left]:
+            sub = f"{path}.{key}" if path else str(key)
+            yield from diff_values(left.get(key, ABSENT), right.get(key, ABSENT), sub)
+        return
+    if isinstance(left, list) and isinstance(right, list):
+        for index in range(max(len(left), len(right))):
+            a = left[index] if index < len(left) else ABSENT
+            b = right[index] if index < len(right) else ABSENT
+            yield from diff_values(a, b, f"{path}[{index}]")
+        return
+    if left != right or type(left) is not type(right):
+        yield path, left, right
+
+
+def compare(debezium: dict[str, list[dict[str, Any]]], signaller: dict[str, list[dict[str, Any]]],
+            debezium_names: Renames, signaller_names: Renames) -> list[Difference]:
+    """All differences between two sides' topics (``topic -> [{"key", "value"}, ...]``)."""
+    left = {topic_kind(t, debezium_names): (t, records) for t, records in debezium.items()}
+    right = {topic_kind(t, signaller_names): (t, records) for t, records in signaller.items()}
+    differences: list[Difference] = []
+    for kind in list(left) + [k for k in right if k not in left]:
+        if kind not in left or kind not in right:
+            differences.append(Difference(kind, -1, "<topic>", left.get(kind, (ABSENT,))[0],
+                                          right.get(kind, (ABSENT,))[0]))
+            continue
+        a_records = [normalize(r, kind, debezium_names) for r in left[kind][1]]
+        b_records = [normalize(r, kind, signaller_names) for r in right[kind][1]]
+        if kind == "transaction":
+            a_records, b_records = (_without(records, own_transactions(records)) for records in (a_records, b_records))
+        for index in range(max(len(a_records), len(b_records))):
+            a = a_records[index] if index < len(a_records) else ABSENT
+            b = b_records[index] if index < len(b_records) else ABSENT
+            op = _op(a) if a is not ABSENT else _op(b)
+            if a is ABSENT or b is ABSENT:
+                differences.append(Difference(kind, index, "<record>", a, b, op))
+                continue
+            differences.extend(Difference(kind, index, path, x, y, op) for path, x, y in diff_values(a, b))
+    return differences
+
+
+def unexplained(differences: Iterable[Difference], allowed: Iterable[Allowed] = ALLOWED) -> list[Difference]:
+    """The differences no allow-list entry covers."""
+    rules = list(allowed)
+    return [d for d in differences if not any(rule.matches(d) for rule in rules)]
+
+
+def report(differences: list[Difference], limit: int = 40) -> str:
+    shown = "\n".join(str(d) for d in differences[:limit])
+    more = f"\n... and {len(differences) - limit} more" if len(differences) > limit else ""
+    return f"{len(differences)} difference(s) not in the allow-list:\n{shown}{more}"

@@ -1,0 +1,284 @@
+"""One DDL + DML script and the same ``execute-snapshot`` signals, run against Debezium's PostgreSQL
+connector (Kafka Connect standalone) and the sidecar at the same time, on the same database and broker.
+
+Both get the same connector configuration except for the names that must differ (topic prefix, slot,
+publication, signalling table, notification topic). Everything either of them writes to Kafka is read
+back into :class:`SideOutput` for :mod:`tests.compat.compare`.
+
+Determinism: all DML runs while both are streaming and before the first signal; the snapshots run on an
+idle database, one signal at a time, each awaited (``COMPLETED`` notification) on both sides, so each
+side's output is a function of the script alone (timings and snapshot-time log positions aside).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from signaller.devstack.debezium import DebeziumConnect
+from tests.integration.capture_helpers import CaptureEnv, Record, TopicReader, closed_port, wait_until
+
+CHUNK_SIZE = 3
+"""Small chunks, so that every table takes several windows (and several IN_PROGRESS notifications)."""
+
+TYPES_COLUMNS = """
+    id integer PRIMARY KEY,
+    c_smallint smallint, c_integer integer, c_bigint bigint,
+    c_numeric numeric(10, 2), c_numeric_neg numeric(10, 2), c_numeric_any numeric,
+    c_real real, c_double double precision, c_boolean boolean,
+    c_text text, c_varchar varchar(20), c_char char(5), c_bytea bytea,
+    c_date date, c_time time, c_timetz timetz, c_timestamp timestamp, c_timestamptz timestamptz,
+    c_interval interval, c_uuid uuid, c_json json, c_jsonb jsonb, c_enum {enum},
+    c_int_array integer[], c_text_array text[], c_toast text
+"""
+FULL_ROW = (
+    "INSERT INTO {t} VALUES ({id}, -32768, 2147483647, -9223372036854775808, 12345.67, -0.01, 3.14159, "
+    "3.25, 2.718281828459045, true, %s, 'hello', 'ab', '\\x0001feff'::bytea, '2024-02-29', "
+    "'13:14:15.123456', '13:14:15.123456+02', '2024-02-29 13:14:15.123456', "
+    "'2024-02-29 13:14:15.123456+02', '1 mon 2 days 03:04:05.5', %s, %s, %s, 'happy', "
+    "'{{1,2,NULL,-3}}', ARRAY['a', 'b c', NULL], NULL)"
+)
+
+
+@dataclass
+class Names:
+    """Everything of one side that carries its own name."""
+
+    prefix: str
+    slot: str
+    publication: str
+    signal_table: str
+
+    @property
+    def notification_topic(self) -> str:
+        return f"{self.prefix}.notifications"
+
+
+@dataclass
+class SideOutput:
+    """What one side wrote: records per topic, in topic order (every topic has one partition)."""
+
+    names: Names
+    topics: dict[str, list[Record]] = field(default_factory=dict)
+    log: str = ""
+
+
+@dataclass
+class Tables:
+    types: str
+    composite: str
+    keyless: str
+    sync: str
+    enum: str
+
+    @property
+    def captured(self) -> list[str]:
+        return [self.types, self.composite, self.keyless, self.sync]
+
+
+def connector_properties(capture: CaptureEnv, tables: Tables, names: Names) -> dict[str, str]:
+    """The connector configuration both sides get (Debezium's names and values only)."""
+    include = ",".join(f"public.{t}" for t in tables.captured)
+    return {
+        "topic.prefix": names.prefix,
+        "slot.name": names.slot,
+        "publication.name": names.publication,
+        "publication.autocreate.mode": "filtered",
+        "plugin.name": "pgoutput",
+        "table.include.list": include,
+        "snapshot.mode": "no_data",
+        "signal.data.collection": f"public.{names.signal_table}",
+        "incremental.snapshot.chunk.size": str(CHUNK_SIZE),
+        "notification.enabled.channels": "sink",
+        "notification.sink.topic.name": names.notification_topic,
+        "provide.transaction.metadata": "true",
+    }
+
+
+def create_tables(capture: CaptureEnv) -> Tables:
+    s = capture.suffix
+    enum = capture.create_enum(f"cmp_mood_{s}", ["sad", "ok", "happy"])
+    tables = Tables(types=f"cmp_types_{s}", composite=f"cmp_comp_{s}", keyless=f"cmp_nokey_{s}",
+                    sync=f"cmp_sync_{s}", enum=enum)
+    capture.create_table(TYPES_COLUMNS.format(enum=enum), tables.types)
+    capture.create_table("region text, n bigint, label varchar(40), amount numeric(12, 3), "
+                         "PRIMARY KEY (region, n)", tables.composite)
+    capture.create_table("a integer, b text", tables.keyless)
+    capture.sql(f"ALTER TABLE {tables.keyless} REPLICA IDENTITY FULL")
+    capture.create_table("id integer PRIMARY KEY, label text DEFAULT 'sync', n int DEFAULT 42", tables.sync)
+    return tables
+
+
+def create_signal_table(capture: CaptureEnv, name: str) -> None:
+    capture.create_table("id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)", name)
+
+
+def run_dml(capture: CaptureEnv, tables: Tables) -> None:
+    """The DML script: every mapped type, NULLs, unchanged TOAST, key changes, deletes, a keyless table,
+    a multi-row transaction, an ALTER TABLE between changes, and a TRUNCATE (skipped by default)."""
+    t, c, k = tables.types, tables.composite, tables.keyless
+    sql = capture.sql
+    json_text = '{"b": 1, "a": [1, 2.5, "x"], "nested": {"k": null}}'
+    text_value = 'héllo ✓ "quoted"\n\ttab \\ back'
+    toast_value = base64.b64encode(os.urandom(15_000)).decode()
+    for row_id in (1, 4, 5, 6, 7, 8, 9):
+        sql(FULL_ROW.format(t=t, id=row_id), (text_value, f"0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f{row_id:02d}",
+                                              json_text, json_text))
+    sql(f"INSERT INTO {t} (id) VALUES (2)")
+    sql(f"INSERT INTO {t} (id, c_integer, c_toast) VALUES (3, 1, %s)", (toast_value,))
+    sql(f"UPDATE {t} SET c_integer = 2 WHERE id = 3")  # TOAST column unchanged: placeholder
+    sql(f"UPDATE {t} SET c_numeric = -99999999.99, c_text = NULL, c_bytea = '\\x'::bytea, "
+        "c_int_array = '{}', c_interval = '-3 years 2 days -00:00:01', c_date = '0001-01-01', "
+        "c_timestamptz = '1969-12-31 23:59:59.999999+00', c_real = 'NaN', c_double = '-Infinity' WHERE id = 4")
+    sql(f"UPDATE {t} SET id = 10 WHERE id = 5")  # key change: delete + tombstone + create
+    sql(f"DELETE FROM {t} WHERE id = 6")
+    with capture.conn.cursor() as cur:  # several changes in one transaction
+        cur.execute("BEGIN")
+        cur.execute(f"INSERT INTO {c} SELECT 'eu', g, 'label ' || g, g * 1.5 FROM generate_series(1, 7) g")
+        cur.execute(f"INSERT INTO {c} VALUES ('us', 1, NULL, NULL), ('us', 2, 'two', -0.001)")
+        cur.execute(f"UPDATE {c} SET label = 'changed' WHERE region = 'eu' AND n = 3")
+        cur.execute(f"DELETE FROM {c} WHERE region = 'eu' AND n = 4")
+        cur.execute("COMMIT")
+    sql(f"UPDATE {c} SET n = 40 WHERE region = 'eu' AND n = 5")
+    sql(f"INSERT INTO {k} VALUES (1, 'one'), (2, 'two')")
+    sql(f"UPDATE {k} SET b = 'uno' WHERE a = 1")
+    sql(f"DELETE FROM {k} WHERE a = 2")
+    sql(f"ALTER TABLE {c} ADD COLUMN note text DEFAULT 'n/a'")
+    sql(f"INSERT INTO {c} (region, n, label) VALUES ('ap', 1, 'after alter')")
+    sql(f"UPDATE {c} SET note = 'noted' WHERE region = 'eu' AND n = 1")
+    sql(f"UPDATE {c} SET note = NULL WHERE region = 'eu' AND n = 2")  # JsonConverter writes the default
+    sql(f"TRUNCATE {k}")
+    sql(f"INSERT INTO {k} VALUES (3, 'three')")
+
+
+def signals(tables: Tables) -> list[tuple[str, str]]:
+    """``(id, data)`` of the execute-snapshot signals, sent one at a time: two tables, a filtered
+    re-snapshot, and a table without a primary key (skipped with NO_PRIMARY_KEY)."""
+    t, c, k = (f"public.{name}" for name in (tables.types, tables.composite, tables.keyless))
+    return [
+        ("snap-1", json.dumps({"data-collections": [t, c], "type": "incremental"})),
+        ("snap-2", json.dumps({"data-collections": [t], "type": "incremental", "additional-conditions": [
+            {"data-collection": t, "filter": "id > 3 AND c_boolean IS NOT NULL"}]})),
+        ("snap-3", json.dumps({"data-collections": [k], "type": "incremental"})),
+    ]
+
+
+class Side:
+    """One of the two implementations under comparison."""
+
+    def __init__(self, label: str, names: Names, start: Callable[[], None], stop: Callable[[], None],
+                 log: Callable[[], str]) -> None:
+        self.label = label
+        self.names = names
+        self.start = start
+        self.stop = stop
+        self.log = log
+
+
+def debezium_side(capture: CaptureEnv, tables: Tables, workdir: Path) -> Side:
+    slot, publication, prefix = capture.variant("dbz")
+    names = Names(prefix=prefix, slot=slot, publication=publication, signal_table=f"cmp_dbz_signal_{capture.suffix}")
+    create_signal_table(capture, names.signal_table)
+    connect = DebeziumConnect(capture.stack, connector_properties(capture, tables, names), workdir / "debezium",
+                              name=f"compat-{capture.suffix}")
+    return Side("debezium", names, connect.start, connect.stop, connect.log_text)
+
+
+def sidecar_side(capture: CaptureEnv, tables: Tables) -> Side:
+    slot, publication, prefix = capture.variant("sig")
+    names = Names(prefix=prefix, slot=slot, publication=publication, signal_table=f"cmp_sig_signal_{capture.suffix}")
+    create_signal_table(capture, names.signal_table)
+    config = capture.connector_config(slot=slot, publication=publication, prefix=prefix, tables=tables.captured)
+    # Only the sidecar's own deployment settings are added: where offsets go, its HTTP port.
+    config["config"].update(connector_properties(capture, tables, names))
+    config["config"]["signaller.http.port"] = str(closed_port())
+    car = capture.sidecar(config, label="sidecar")
+
+    def start() -> None:
+        capture.start_streaming(car, timeout_s=60)
+
+    return Side("signaller", names, start, car.stop, car.log_text)
+
+
+def _topics_with_prefix(capture: CaptureEnv, prefix: str) -> list[str]:
+    admin = AdminClient({"bootstrap.servers": capture.stack.bootstrap_servers})
+    return sorted(name for name in admin.list_topics(timeout=10).topics if name.startswith(prefix + "."))
+
+
+def _completed(reader: TopicReader, signal_id: str) -> bool:
+    reader.read_available(0.2)
+    return any(r.value is not None and r.payload.get("type") == "COMPLETED" and r.payload.get("id") == signal_id
+               for r in reader.records)
+
+
+def run(capture: CaptureEnv, workdir: Path, timeout_s: float = 180.0) -> tuple[SideOutput, SideOutput]:
+    """Run the script against both sides; return (debezium, signaller) outputs."""
+    tables = create_tables(capture)
+    sides = [debezium_side(capture, tables, workdir), sidecar_side(capture, tables)]
+    for side in sides:
+        side.start()
+    try:
+        run_dml(capture, tables)
+        notification_readers = [capture.reader(side.names.notification_topic) for side in sides]
+        for signal_id, data in signals(tables):
+            for side in sides:
+                capture.sql(f"INSERT INTO {side.names.signal_table} VALUES (%s, 'execute-snapshot', %s)",
+                            (signal_id, data))
+            for side, reader in zip(sides, notification_readers, strict=True):
+                wait_until(lambda reader=reader, signal_id=signal_id: _completed(reader, signal_id), timeout_s,
+                           f"{side.label}: COMPLETED notification of {signal_id}",
+                           describe=lambda side=side: side.log()[-4000:])
+        # A final change on every data table marks the end of each topic for both sides. The first one
+        # (on the sync table) follows each side's own signal-table transactions, so its
+        # source.sequence[0] (the previous commit) differs by design; the others follow it.
+        end_marker = ("INSERT INTO {t} (id) VALUES (1000)", "INSERT INTO {t} (region, n) VALUES ('zz', 1000)",
+                      "INSERT INTO {t} (a) VALUES (1000)", "INSERT INTO {t} (id) VALUES (1000)")
+        capture.sql(end_marker[3].format(t=tables.sync))
+        for statement, table in zip(end_marker[:3], tables.captured[:3], strict=True):
+            capture.sql(statement.format(t=table))
+        outputs = []
+        for side in sides:
+            outputs.append(_collect(capture, side, tables, timeout_s))
+    finally:
+        for side in sides:
+            side.stop()
+    return outputs[0], outputs[1]
+
+
+def _is_end_marker(record: Record) -> bool:
+    if record.value is None or record.payload.get("op") != "c":
+        return False
+    after = record.payload["after"]
+    return 1000 in (after.get("id"), after.get("n"), after.get("a"))
+
+
+def _collect(capture: CaptureEnv, side: Side, tables: Tables, timeout_s: float) -> SideOutput:
+    output = SideOutput(side.names)
+    data_topics = [f"{side.names.prefix}.public.{t}" for t in tables.captured]
+    for topic in data_topics:
+        reader = capture.reader(topic)
+        reader.wait_for(lambda records: any(_is_end_marker(r) for r in records), timeout_s,
+                        f"{side.label}: the end marker", describe=lambda: side.log()[-4000:])
+        output.topics[topic] = list(reader.records)
+    time.sleep(2.0)  # let notifications/transaction records after the marker land
+    for topic in _topics_with_prefix(capture, side.names.prefix):
+        if topic in output.topics:
+            continue
+        reader = capture.reader(topic)
+        reader.read_available(3.0)
+        output.topics[topic] = list(reader.records)
+    output.log = side.log()
+    return output
+
+
+def dump(output: SideOutput) -> dict[str, Any]:
+    """A JSON-friendly view (for failure messages and for looking at the outputs by hand)."""
+    return {topic: [{"key": r.key, "value": r.value} for r in records] for topic, records in output.topics.items()}

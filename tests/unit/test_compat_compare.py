@@ -1,0 +1,86 @@
+"""The compatibility suite's comparison (pure): renaming, diffing, the allow-list and the README."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.compat.compare import ALLOWED, Difference, Renames, compare, diff_values, normalize, unexplained
+
+pytestmark = pytest.mark.unit
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+DBZ = Renames("dbz1", "dbz_signal")
+SIG = Renames("sig1", "sig_signal")
+
+
+def event(prefix: str, op: str = "c", value: int = 1, ts: int = 100, lsn: int = 500) -> dict[str, Any]:
+    return {
+        "key": {"schema": {"name": f"{prefix}.public.t.Key"}, "payload": {"id": 1}},
+        "value": {"schema": {"name": f"{prefix}.public.t.Envelope"}, "payload": {
+            "before": None, "after": {"id": 1, "v": value}, "op": op, "ts_ms": ts,
+            "source": {"name": prefix, "lsn": lsn, "ts_ms": ts, "table": "t"}}},
+    }
+
+
+def test_identical_outputs_under_different_names_have_no_differences() -> None:
+    assert compare({"dbz1.public.t": [event("dbz1")]}, {"sig1.public.t": [event("sig1")]}, DBZ, SIG) == []
+
+
+def test_a_changed_value_is_reported_with_its_path_and_both_values() -> None:
+    diffs = compare({"dbz1.public.t": [event("dbz1", value=1)]}, {"sig1.public.t": [event("sig1", value=2)]}, DBZ, SIG)
+    assert diffs == [Difference("data:t", 0, "value.payload.after.v", 1, 2, "c")]
+    assert unexplained(diffs) == diffs
+
+
+def test_timings_are_allowed_but_streamed_positions_are_not() -> None:
+    timing = compare({"dbz1.public.t": [event("dbz1", ts=1)]}, {"sig1.public.t": [event("sig1", ts=2)]}, DBZ, SIG)
+    assert len(timing) == 2 and unexplained(timing) == []
+    position = compare({"dbz1.public.t": [event("dbz1", lsn=1)]}, {"sig1.public.t": [event("sig1", lsn=2)]}, DBZ, SIG)
+    assert [d.path for d in unexplained(position)] == ["value.payload.source.lsn"]
+    read = compare({"dbz1.public.t": [event("dbz1", "r", lsn=1)]}, {"sig1.public.t": [event("sig1", "r", lsn=2)]},
+                   DBZ, SIG)
+    assert read and unexplained(read) == []
+
+
+def test_missing_records_topics_and_fields_are_differences() -> None:
+    extra = compare({"dbz1.public.t": [event("dbz1"), event("dbz1")]}, {"sig1.public.t": [event("sig1")]}, DBZ, SIG)
+    assert [(d.index, d.path) for d in extra] == [(1, "<record>")]
+    topic = compare({"dbz1.public.t": []}, {}, DBZ, SIG)
+    assert [(d.topic, d.path) for d in topic] == [("data:t", "<topic>")]
+    assert list(diff_values({"a": 1}, {"a": 1, "b": None})) == [("b", "<absent>", None)]
+    assert list(diff_values({"a": 1}, {"a": 1.0})) == [("a", 1, 1.0)]  # JSON 1 vs 1.0 is a real difference
+
+
+def test_watermark_ids_and_data_are_normalized_and_initial_snapshot_ids_replaced() -> None:
+    row = {"key": {"payload": {"id": "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01-open"}},
+           "value": {"payload": {"after": {"id": "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01-open",
+                                           "type": "snapshot-window-open", "data": '{"correlationId": "s1"}'}}}}
+    out = normalize(copy.deepcopy(row), "signal", SIG)
+    assert out["key"]["payload"]["id"] == "<chunk-id>-open"
+    assert out["value"]["payload"]["after"]["data"] == {"correlationId": "s1"}
+    note = {"key": {"payload": {"id": "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01"}},
+            "value": {"payload": {"id": "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01", "aggregate_type": "Initial Snapshot"}}}
+    assert normalize(note, "notifications", SIG)["value"]["payload"]["id"] == "<random-uuid>"
+
+
+def test_each_sides_own_signal_transactions_are_left_out_of_the_transaction_topic() -> None:
+    def tx(status: str, xid: int, tables: list[str]) -> dict[str, Any]:
+        collections = [{"data_collection": t, "event_count": 1} for t in tables] if status == "END" else None
+        return {"key": {"payload": {"id": f"{xid}:1"}},
+                "value": {"payload": {"status": status, "id": f"{xid}:1", "data_collections": collections}}}
+
+    dbz = [tx("BEGIN", 7, []), tx("END", 7, ["public.dbz_signal"]), tx("BEGIN", 9, []), tx("END", 9, ["public.t"])]
+    sig = [tx("BEGIN", 8, []), tx("END", 8, ["public.sig_signal"]), tx("BEGIN", 9, []), tx("END", 9, ["public.t"])]
+    assert compare({"dbz1.transaction": dbz}, {"sig1.transaction": sig}, DBZ, SIG) == []
+
+
+def test_the_readme_allow_list_is_the_code_allow_list() -> None:
+    text = README.read_text()
+    section = text.split("### Differences from Debezium", 1)[1].split("\n## ", 1)[0]
+    names = re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
+    assert names == [rule.name for rule in ALLOWED]
