@@ -113,7 +113,8 @@ def create_tables(capture: CaptureEnv) -> Tables:
                          "PRIMARY KEY (region, n)", tables.composite)
     capture.create_table("a integer, b text", tables.keyless)
     capture.sql(f"ALTER TABLE {tables.keyless} REPLICA IDENTITY FULL")
-    capture.create_table("id integer PRIMARY KEY, label text DEFAULT 'sync', n int DEFAULT 42", tables.sync)
+    capture.create_table("id integer PRIMARY KEY, label text DEFAULT 'sync', n int DEFAULT 42, "
+                         "created timestamptz DEFAULT now(), day date DEFAULT CURRENT_DATE, seq serial", tables.sync)
     return tables
 
 
@@ -138,6 +139,9 @@ def run_dml(capture: CaptureEnv, tables: Tables) -> None:
     sql(f"UPDATE {t} SET c_numeric = -99999999.99, c_text = NULL, c_bytea = '\\x'::bytea, "
         "c_int_array = '{}', c_interval = '-3 years 2 days -00:00:01', c_date = '0001-01-01', "
         "c_timestamptz = '1969-12-31 23:59:59.999999+00', c_real = 'NaN', c_double = '-Infinity' WHERE id = 4")
+    sql(f"UPDATE {t} SET c_timestamptz = '2024-01-01 00:00:00+00', c_timestamp = '2024-01-01 00:00:00', "
+        "c_time = '10:00:00', c_timetz = '10:00:00+00', c_numeric = 5, c_double = 1e20, c_real = 0.1 WHERE id = 7")
+    sql(f"UPDATE {t} SET c_timestamptz = '2024-01-01 00:00:00.5+00', c_timetz = '10:00:00.25-03:30' WHERE id = 8")
     sql(f"UPDATE {t} SET id = 10 WHERE id = 5")  # key change: delete + tombstone + create
     sql(f"DELETE FROM {t} WHERE id = 6")
     with capture.conn.cursor() as cur:  # several changes in one transaction
@@ -155,6 +159,7 @@ def run_dml(capture: CaptureEnv, tables: Tables) -> None:
     sql(f"INSERT INTO {c} (region, n, label) VALUES ('ap', 1, 'after alter')")
     sql(f"UPDATE {c} SET note = 'noted' WHERE region = 'eu' AND n = 1")
     sql(f"UPDATE {c} SET note = NULL WHERE region = 'eu' AND n = 2")  # JsonConverter writes the default
+    sql(f"DELETE FROM {c} WHERE region = 'us' AND n = 1")  # before: the key, and the default for the rest
     sql(f"TRUNCATE {k}")
     sql(f"INSERT INTO {k} VALUES (3, 'three')")
 

@@ -9,7 +9,7 @@ import pytest
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sinks.serde.json_converter import EnvelopeSerializer
-from signaller.sources.postgres.defaults import literal_text
+from signaller.sources.postgres.defaults import default_text, literal_text
 from signaller.sources.postgres.reader import TxBegin
 from signaller.sources.postgres.types import TypeModes
 
@@ -72,3 +72,18 @@ def test_a_null_value_is_written_as_the_default_in_both_paths() -> None:
     kept = {**row, "label": "set", "qty": 0}
     assert json.loads(ser.serialize_value(ChangeEvent(Op.CREATE, TABLE, None, kept, 10, 20, 5, 7, 1),
                                           ts_us_now=2))["payload"]["after"]["qty"] == 0
+
+
+@pytest.mark.parametrize(("expression", "type_name", "text"), [
+    ("nextval('items_seq_seq'::regclass)", "int4", "0"),
+    ("now()", "timestamptz", "1970-01-01 00:00:00+00"),
+    ("CURRENT_TIMESTAMP", "timestamp", "1970-01-01 00:00:00"),
+    ("CURRENT_DATE", "date", "1970-01-01"),
+    ("gen_random_uuid()", "uuid", "00000000-0000-0000-0000-000000000000"),
+    ("'7'::integer", "int4", "7"),
+    ("now()", "interval", None),
+    ("(1 + 2)", "int4", None),
+])
+def test_function_defaults_stand_for_the_types_zero_as_in_debezium(expression: str, type_name: str,
+                                                                    text: str | None) -> None:
+    assert default_text(expression, type_name) == text

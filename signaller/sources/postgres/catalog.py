@@ -17,7 +17,7 @@ import psycopg2.extensions
 
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId, parse_lsn
-from signaller.sources.postgres.defaults import literal_text
+from signaller.sources.postgres.defaults import default_text
 from signaller.sources.postgres.relations import ResolvedType
 
 TRANSIENT_CODES = ("08", "57P", "53", "55006", "40")
@@ -111,17 +111,19 @@ class Catalog:
         return tuple(r[0] for r in rows)
 
     def column_defaults(self, namespace: str, table: str) -> dict[str, str]:
-        """``column -> constant default as value text`` for the columns whose default is a constant."""
+        """``column -> default as value text`` for the columns Debezium gives a schema default
+        (see :func:`signaller.sources.postgres.defaults.default_text`)."""
         rows = self._rows(
-            "SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
+            "SELECT a.attname, pg_get_expr(d.adbin, d.adrelid), t.typname FROM pg_attrdef d "
             "JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+            "JOIN pg_type t ON t.oid = a.atttypid "
             "JOIN pg_class c ON c.oid = d.adrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relname = %s AND NOT a.attisdropped AND a.attgenerated = ''",
             (namespace, table),
         )
         out: dict[str, str] = {}
-        for name, expression in rows:
-            text = literal_text(expression)
+        for name, expression, type_name in rows:
+            text = default_text(expression, type_name)
             if text is not None:
                 out[name] = text
         return out
