@@ -46,7 +46,9 @@ def check_source(record: Record, env: CaptureEnv, table: str, tx: Tx, prefix: st
     sequence = json.loads(source["sequence"])
     assert isinstance(sequence, list) and len(sequence) == 2, source["sequence"]
     assert sequence[1] == str(source["lsn"])
-    assert sequence[0] is None or (isinstance(sequence[0], str) and int(sequence[0]) < source["lsn"])
+    # sequence[0] is the previous transaction's end LSN (Debezium's lastCommitLsn, the position of its
+    # COMMIT message): at most this event's LSN, and equal when this transaction's first record follows it.
+    assert sequence[0] is None or (isinstance(sequence[0], str) and int(sequence[0]) <= source["lsn"])
     assert record.payload["transaction"] is None
     assert isinstance(record.payload["ts_ms"], int)
 
