@@ -66,6 +66,10 @@ class FakeCatalog:
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         return {"cap_types": ("id",), "cap_full": ("a",)}.get(table, ())
 
+    def column_defaults(self, namespace: str, table: str) -> dict[str, str]:
+        # Defaults make JsonConverter write them for nulls: both paths must agree on that too.
+        return {"vc": "dflt", "f8": "1.5", "d": "1970-01-01"} if table == "cap_types" else {}
+
 
 class Message:
     def __init__(self, payload: bytes, lsn: int) -> None:
