@@ -1,9 +1,9 @@
-"""The results file: ``bench/results/<UTC timestamp>.json`` and ``bench/results/latest.json``.
+"""The results files: ``bench/results/<UTC timestamp>.json``, ``.md`` and ``.png``, and ``latest.*``.
 
-Layout: one object whose keys are *sections* (``streaming``, later ``snapshot``, ``apply``,
-``debezium``, ...) plus ``rss_mb``, ``machine`` and ``runs``. A section maps figure names to
-figures (:data:`bench.stats.Figure`) and may hold a ``parameters`` object describing how it was
-measured. ``bench/README.md`` documents every field.
+Layout: one object whose keys are *sections* (``streaming``, ``snapshot``, ``apply``; Debezium's
+figures are in the first two, prefixed ``debezium_``) plus ``rss_mb``, ``machine`` and ``runs``.
+A section maps figure names to figures (:data:`bench.stats.Figure`) and may hold a ``parameters``
+object describing how it was measured. ``bench/README.md`` documents every field.
 """
 
 from __future__ import annotations
@@ -75,16 +75,26 @@ def machine_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     return info
 
 
-def write_results(document: dict[str, Any]) -> tuple[Path, Path]:
-    """Write the timestamped file and ``latest.json``; returns both paths."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+def write_results(document: dict[str, Any], directory: Path = RESULTS_DIR) -> list[Path]:
+    """Write ``<UTC timestamp>.json``, ``.md`` (:func:`bench.report.render_markdown`) and ``.png``
+    (:func:`bench.report.render_chart`), each also as ``latest.*``; returns the paths written."""
+    from bench.report import render_chart, render_markdown
+
+    directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    written: list[Path] = []
     data = orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
-    stamped = RESULTS_DIR / f"{stamp}.json"
-    latest = RESULTS_DIR / "latest.json"
-    stamped.write_bytes(data)
-    latest.write_bytes(data)
-    return stamped, latest
+    markdown = render_markdown(document).encode() + b"\n"
+    for suffix, content in ((".json", data), (".md", markdown)):
+        for name in (stamp, "latest"):
+            target = directory / f"{name}{suffix}"
+            target.write_bytes(content)
+            written.append(target)
+    chart = render_chart(document, directory / f"{stamp}.png")
+    latest_chart = directory / "latest.png"
+    latest_chart.write_bytes(chart.read_bytes())
+    written += [chart, latest_chart]
+    return written
 
 
 def _show(value: Any) -> str:

@@ -1,6 +1,7 @@
-"""``python -m bench.run`` (``make bench``): start the local stack, run the benchmarks, write
-``bench/results/<UTC timestamp>.json`` and ``bench/results/latest.json``, print a table, and stop
-whatever part of the stack this run started.
+"""``python -m bench.run`` (``make bench``): start the local stack, run the benchmarks (the sidecar's
+and, in the streaming and snapshot sections, Debezium's on the same workloads), write
+``bench/results/<UTC timestamp>.{json,md,png}`` and ``bench/results/latest.{json,md,png}``, print a
+table, and stop whatever part of the stack this run started.
 
 Sections run in the order given by ``--sections`` (default: all registered in :data:`SECTIONS`:
 streaming, snapshot, apply). ``--quick``: one run and smaller sizes, for development.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.apply import ApplyOptions, run_apply
+from bench.debezium import DebeziumOptions
 from bench.results import format_table, machine_info, write_results
 from bench.snapshot import SnapshotOptions, run_snapshot
 from bench.streaming import StreamingOptions, run_streaming
@@ -28,12 +30,19 @@ from signaller.devstack import Stack, StackSettings
 Section = Callable[[StackSettings, argparse.Namespace, Callable[[str], None]], dict[str, Any]]
 
 
+def _debezium(args: argparse.Namespace) -> DebeziumOptions | None:
+    if args.no_debezium:
+        return None
+    return DebeziumOptions(changes=args.debezium_changes, stock_changes=args.debezium_stock_changes,
+                           range_rows=args.debezium_range_rows)
+
+
 def _streaming(settings: StackSettings, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     options = StreamingOptions(
         runs=args.runs, changes=args.changes, tx_rows=args.tx_rows, rate=args.rate,
         duration_s=args.duration, warmup_s=args.warmup, latency_tx_rows=args.latency_tx_rows,
         profile_dir=Path(args.profile_dir) if args.profile_dir else None, profiler=args.profiler,
-        connector_overrides=dict(item.split("=", 1) for item in args.set),
+        connector_overrides=dict(item.split("=", 1) for item in args.set), debezium=_debezium(args),
     )
     if options.profile_dir:
         options.profile_dir.mkdir(parents=True, exist_ok=True)
@@ -44,6 +53,7 @@ def _snapshot(settings: StackSettings, args: argparse.Namespace, log: Callable[[
     options = SnapshotOptions(
         runs=args.runs, rows=args.snapshot_rows, range_rows=args.range_rows, chunk_sizes=tuple(args.chunk_sizes),
         live_rate=args.live_rate, idle_s=args.idle, connector_overrides=dict(item.split("=", 1) for item in args.set),
+        debezium=_debezium(args),
     )
     return run_snapshot(settings, options, log)
 
@@ -61,14 +71,14 @@ QUICK = {
     "runs": 1, "changes": 50_000, "duration": 5.0, "warmup": 1.0,
     "snapshot_rows": 100_000, "range_rows": 32_768, "chunk_sizes": [4096, 16384], "idle": 5.0,
     "apply_rows": 100_000, "apply_batches": [2_000, 20_000], "apply_warmup": 500, "e2e_window": 10.0,
-    "e2e_warmup": 5.0,
+    "e2e_warmup": 5.0, "debezium_changes": 20_000, "debezium_stock_changes": 0, "debezium_range_rows": 16_384,
 }
 """``--quick``: what changes (options given explicitly still win)."""
 DEFAULTS = {
-    "runs": 3, "changes": 300_000, "duration": 20.0, "warmup": 2.0,
-    "snapshot_rows": 1_000_000, "range_rows": 262_144, "chunk_sizes": [4096, 16384, 65536], "idle": 10.0,
+    "runs": 3, "changes": 300_000, "duration": 15.0, "warmup": 2.0,
+    "snapshot_rows": 1_000_000, "range_rows": 131_072, "chunk_sizes": [4096, 65536], "idle": 10.0,
     "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 30.0,
-    "e2e_warmup": 15.0,
+    "e2e_warmup": 15.0, "debezium_changes": 100_000, "debezium_stock_changes": 20_000, "debezium_range_rows": 65_536,
 }
 
 
@@ -99,7 +109,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     group.add_argument("--changes", type=int, help="throughput: preloaded changes (default 300,000)")
     group.add_argument("--tx-rows", type=int, default=1_000, help="throughput: rows per preload transaction")
     group.add_argument("--rate", type=int, default=5_000, help="latency: offered changes per second")
-    group.add_argument("--duration", type=float, help="latency: measured seconds (default 20)")
+    group.add_argument("--duration", type=float, help="latency: measured seconds (default 15)")
     group.add_argument("--warmup", type=float, help="latency: seconds written before measuring (default 2)")
     group.add_argument("--latency-tx-rows", type=int, default=20, help="latency: rows per writer transaction")
     group.add_argument("--profile-dir", help="run the sidecar under a profiler, one file per run here")
@@ -108,9 +118,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     group = parser.add_argument_group("snapshot")
     group.add_argument("--snapshot-rows", type=int, help="rows of the snapshotted table (default 1,000,000)")
     group.add_argument("--range-rows", type=int,
-                       help="key-range snapshots (chunk-size search, under load): rows (default 262,144)")
+                       help="key-range snapshots (chunk-size search, under load): rows (default 131,072)")
     group.add_argument("--chunk-sizes", type=_ints, metavar="N,N,...",
-                       help="chunk sizes tried besides 1024 (default 4096,16384,65536)")
+                       help="chunk sizes tried besides 1024 (default 4096,65536)")
     group.add_argument("--live-rate", type=int, default=2_000, help="live writer's changes/s (default 2,000)")
     group.add_argument("--idle", type=float, help="idle live-latency window, s (default 10)")
     group = parser.add_argument_group("apply")
@@ -121,6 +131,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     group.add_argument("--e2e-rate", type=int, default=1_000, help="end-to-end writer's changes/s (default 1,000)")
     group.add_argument("--e2e-window", type=float, help="end-to-end: seconds per measured window (default 30)")
     group.add_argument("--e2e-warmup", type=float, help="end-to-end: seconds written before measuring (default 15)")
+    group = parser.add_argument_group("Debezium (in the streaming and snapshot sections)")
+    group.add_argument("--no-debezium", action="store_true", help="run only the sidecar's workloads")
+    group.add_argument("--debezium-changes", type=int,
+                       help="streaming throughput: changes preloaded for Debezium (default 100,000)")
+    group.add_argument("--debezium-stock-changes", type=int,
+                       help="one extra throughput run with Connect's stock producer settings: changes "
+                            "(default 20,000; 0 skips it)")
+    group.add_argument("--debezium-range-rows", type=int,
+                       help="key-range snapshot during which Debezium's live latency is measured (default 65,536)")
     parser.add_argument("--set", action="append", default=[], metavar="PROP=VALUE",
                         help="extra Debezium/signaller property for the sidecar under test (repeatable), "
                              "e.g. --set producer.linger.ms=20")
@@ -175,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(format_table(document))
     if not args.no_write:
-        stamped, latest = write_results(document)
-        print(f"wrote {stamped} and {latest}")
+        written = write_results(document)
+        print("wrote " + ", ".join(str(path) for path in written))
     return 0
 
 

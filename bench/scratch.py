@@ -8,9 +8,13 @@ created (slots pin WAL, so it must run even when a benchmark fails).
 from __future__ import annotations
 
 import contextlib
+import math
+import shutil
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,10 @@ import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from signaller.devstack import StackSettings
+
+LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+"""Topic config: the broker stamps every record with the instant it appended it (ms), so the
+consumer side can tell when a record reached Kafka, whichever process produced it."""
 
 
 class Scratch:
@@ -30,6 +38,8 @@ class Scratch:
         self.columns_sql = columns_sql
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         self._topics: list[str] = []
+        self.extra_tables: list[str] = []
+        """Other tables of this run (``public.<name>``) that :meth:`cleanup` drops."""
         self.conn: Any = psycopg2.connect(settings.pg_dsn())
         self.conn.autocommit = True
 
@@ -54,9 +64,11 @@ class Scratch:
         rows = self.sql("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (self.name,))
         return rows[0][0] if rows else None
 
-    def create_topic(self, topic: str, partitions: int = 1) -> None:
+    def create_topic(self, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+        """Create ``topic`` (dropped by :meth:`cleanup`); ``config``: topic configs, e.g. :data:`LOG_APPEND_TIME`."""
         admin = AdminClient({"bootstrap.servers": self.settings.bootstrap_servers})
-        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                                                config=dict(config or {}))])
         self._topics.append(topic)
         for future in futures.values():
             try:
@@ -64,6 +76,10 @@ class Scratch:
             except Exception as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
+
+    def drop_topic_later(self, topic: str) -> None:
+        """Have :meth:`cleanup` delete ``topic`` too (one that something else may create)."""
+        self._topics.append(topic)
 
     def connector_config(self, **overrides: object) -> dict[str, object]:
         """Debezium properties for a signaller streaming exactly this table (publication and slot
@@ -102,8 +118,9 @@ class Scratch:
                      (self.name,))
         with contextlib.suppress(Exception):
             self.sql(f"DROP PUBLICATION IF EXISTS {self.name}")
-        with contextlib.suppress(Exception):
-            self.sql(f"DROP TABLE IF EXISTS public.{self.name}")
+        for table in [self.name, *self.extra_tables]:
+            with contextlib.suppress(Exception):
+                self.sql(f"DROP TABLE IF EXISTS public.{table}")
         with contextlib.suppress(Exception):
             self.conn.close()
         # Each name once: a repeated name makes the whole DeleteTopics request fail (INVALID_REQUEST).
@@ -116,7 +133,47 @@ class Scratch:
                 for future in admin.delete_topics(doomed, operation_timeout=30).values():
                     with contextlib.suppress(Exception):
                         future.result(30)
-        for path in sorted(self.workdir.glob("*")):
-            path.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            self.workdir.rmdir()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class SlotWatcher(threading.Thread):
+    """Polls ``pg_replication_slots`` every ``period_s`` until the slot has an active walsender:
+    ``activated_at`` (``time.time()``) is then the instant a client started streaming it (within one
+    period), seen from PostgreSQL whatever the client is; ``cpu_at_activation`` is
+    ``cpu_reader()`` read at that instant, when one is given."""
+
+    def __init__(self, settings: StackSettings, slot: str, period_s: float = 0.02,
+                 cpu_reader: Callable[[], float] | None = None) -> None:
+        super().__init__(daemon=True, name="bench-slot-watcher")
+        self.dsn = settings.pg_dsn()
+        self.slot = slot
+        self.period_s = period_s
+        self.cpu_reader = cpu_reader
+        self.activated_at: float | None = None
+        self.cpu_at_activation = math.nan
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        conn = psycopg2.connect(self.dsn)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                while not self.halt.is_set():
+                    cur.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (self.slot,))
+                    row = cur.fetchone()
+                    if row is not None and row[0] is not None:
+                        self.activated_at = time.time()
+                        if self.cpu_reader is not None:
+                            self.cpu_at_activation = self.cpu_reader()
+                        return
+                    self.halt.wait(self.period_s)
+        finally:
+            conn.close()
+
+    def result(self, timeout_s: float = 10.0) -> float:
+        """``activated_at``; RuntimeError if the slot never became active."""
+        self.join(timeout_s)
+        if self.activated_at is None:
+            self.halt.set()
+            raise RuntimeError(f"slot {self.slot} never became active")
+        return self.activated_at

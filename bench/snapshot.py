@@ -25,6 +25,11 @@ Per run:
   throughout; a snapshot at the base chunk size, then one at the best; the live latency of the
   changes committed while each snapshot ran.
 
+With ``options.debezium``, each idle session is followed by a Debezium session
+(:func:`bench.debezium.snapshot_run`: the whole table, the idle live latency, a key range under
+live load), and the section also holds Debezium's figures (``debezium_*``) and the per-run
+ratios (``vs_debezium*``).
+
 See ``bench/README.md`` for every reported field.
 """
 
@@ -35,15 +40,18 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg2
 
 from bench.process import Sidecar
 from bench.scratch import Scratch
-from bench.stats import Figure, percentile, summarize
+from bench.stats import Figure, per_run_ratio, percentile, summarize
 from bench.streaming import NARROW_TABLE, _Stamper
 from signaller.devstack import StackSettings
+
+if TYPE_CHECKING:
+    from bench.debezium import DebeziumOptions
 
 SNAPSHOT_TABLE = "id bigint PRIMARY KEY, a int NOT NULL, b int, note text"
 FLUSH_INTERVAL_MS = 50
@@ -53,7 +61,7 @@ FLUSH_INTERVAL_MS = 50
 class SnapshotOptions:
     runs: int = 3
     rows: int = 1_000_000
-    range_rows: int = 262_144
+    range_rows: int = 131_072
     base_chunk: int = 1024
     chunk_sizes: tuple[int, ...] = (4096, 16384, 65536)
     live_rate: int = 2_000
@@ -61,6 +69,8 @@ class SnapshotOptions:
     idle_s: float = 10.0
     warmup_s: float = 2.0
     connector_overrides: dict[str, object] = field(default_factory=dict)
+    debezium: DebeziumOptions | None = None
+    """Also run Debezium's sessions (:mod:`bench.debezium`), one after each idle session."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,47 +218,19 @@ class _Writer(threading.Thread):
         return rows, rows / max(self.ended_at - self.started_at, 1e-9)
 
 
-class _Session:
-    """One sidecar capturing the live table and the snapshot table; a Kafka consumer stamping
-    the live table's records (:class:`bench.streaming._Stamper`)."""
+class LiveSession:
+    """What every session has, whatever captures the tables: a live table (``scratch.name``),
+    a writer committing into it on a fixed schedule, and a Kafka consumer stamping its records
+    (:class:`bench.streaming._Stamper`, set up by the subclass). A subclass provides
+    :meth:`snapshot`."""
 
-    def __init__(self, settings: StackSettings, options: SnapshotOptions, table: str, kind: str) -> None:
+    def __init__(self, options: SnapshotOptions, table: str, scratch: Scratch) -> None:
         self.options = options
         self.table = table
-        self.scratch = _SnapshotScratch(settings, kind, table)
+        self.scratch = scratch
         self.stamper: _Stamper | None = None
-        self.sidecar: Sidecar | None = None
         self.live_rows = 1  # the "ready" row
         self.next_id = 1
-        try:
-            self.scratch.create()
-            self.scratch.create_topic(self.scratch.data_topic)
-            self.scratch.create_topic(self.scratch.snapshot_topic)
-            properties = self.scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
-                                                       **options.connector_overrides)
-            self.stamper = _Stamper(settings, self.scratch.data_topic)
-            self.stamper.start()
-            self.sidecar = Sidecar(properties, self.scratch.workdir, control=True)
-            self.sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
-            self.scratch.sql(f"INSERT INTO public.{self.scratch.name} VALUES (0, 0, 'ready')")
-            self._wait_live(1, 60)
-            if len(self.stamper.stamps) < 1:
-                raise RuntimeError(f"the sidecar did not publish the first row\n{self.sidecar.log_tail()}")
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> dict[str, Any] | None:
-        exit_report = None
-        try:
-            if self.stamper is not None:
-                self.stamper.stop_event.set()
-                self.stamper.join(10)
-            if self.sidecar is not None:
-                exit_report = self.sidecar.stop()
-        finally:
-            self.scratch.cleanup()
-        return exit_report
 
     def _wait_live(self, count: int, timeout_s: float) -> None:
         assert self.stamper is not None
@@ -284,6 +266,61 @@ class _Session:
         end_us = time.time_ns() // 1000
         _, rate = self.stop_writer(writer)
         return {**self.latency(start_us, end_us), "offered": rate}
+
+    def snapshot(self, chunk: int, limit: int | None = None, timeout_s: float = 900) -> dict[str, float]:
+        """One incremental snapshot of the big table: ``rows_per_s``, ``seconds``, ``start_us``, ``end_us``."""
+        raise NotImplementedError
+
+    def loaded_snapshot(self, chunk: int, limit: int | None) -> dict[str, float]:
+        """A snapshot while the writer commits ``live_rate`` changes/s into the live table."""
+        writer = self.start_writer()
+        try:
+            time.sleep(self.options.warmup_s)
+            result = self.snapshot(chunk, limit)
+        finally:
+            _, rate = self.stop_writer(writer)
+        live = self.latency(int(result["start_us"]), int(result["end_us"]))
+        return {**result, **{f"live_{k}": v for k, v in live.items()}, "live_offered": rate}
+
+
+class _Session(LiveSession):
+    """One sidecar capturing the live table and the snapshot table; a Kafka consumer stamping
+    the live table's records (:class:`bench.streaming._Stamper`)."""
+
+    scratch: _SnapshotScratch
+
+    def __init__(self, settings: StackSettings, options: SnapshotOptions, table: str, kind: str) -> None:
+        super().__init__(options, table, _SnapshotScratch(settings, kind, table))
+        self.sidecar: Sidecar | None = None
+        try:
+            self.scratch.create()
+            self.scratch.create_topic(self.scratch.data_topic)
+            self.scratch.create_topic(self.scratch.snapshot_topic)
+            properties = self.scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
+                                                       **options.connector_overrides)
+            self.stamper = _Stamper(settings, self.scratch.data_topic)
+            self.stamper.start()
+            self.sidecar = Sidecar(properties, self.scratch.workdir, control=True)
+            self.sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
+            self.scratch.sql(f"INSERT INTO public.{self.scratch.name} VALUES (0, 0, 'ready')")
+            self._wait_live(1, 60)
+            if len(self.stamper.stamps) < 1:
+                raise RuntimeError(f"the sidecar did not publish the first row\n{self.sidecar.log_tail()}")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> dict[str, Any] | None:
+        exit_report = None
+        try:
+            if self.stamper is not None:
+                self.stamper.stop_event.set()
+                self.stamper.join(10)
+            if self.sidecar is not None:
+                exit_report = self.sidecar.stop()
+        finally:
+            self.scratch.cleanup()
+        return exit_report
 
     # -- snapshots --------------------------------------------------------------------------
     def _command(self, command: dict[str, Any], ident: str, timeout_s: float = 60) -> dict[str, Any]:
@@ -325,17 +362,6 @@ class _Session:
         return {"rows_per_s": expected / elapsed, "seconds": elapsed,
                 "start_us": int(submitted["t"] * 1e6), "end_us": int(done["t"] * 1e6)}
 
-    def loaded_snapshot(self, chunk: int, limit: int | None) -> dict[str, float]:
-        """A snapshot while the writer commits ``live_rate`` changes/s into the live table."""
-        writer = self.start_writer()
-        try:
-            time.sleep(self.options.warmup_s)
-            result = self.snapshot(chunk, limit)
-        finally:
-            _, rate = self.stop_writer(writer)
-        live = self.latency(int(result["start_us"]), int(result["end_us"]))
-        return {**result, **{f"live_{k}": v for k, v in live.items()}, "live_offered": rate}
-
 
 # --------------------------------------------------------------------------------------------
 # The section
@@ -343,10 +369,13 @@ class _Session:
 
 
 def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = print) -> dict[str, Any]:
+    from bench import debezium as dbz
+
     table = ensure_table(settings, options.rows, log)
     base, limit = options.base_chunk, options.range_rows
     sizes = [base, *[c for c in options.chunk_sizes if c != base]]
     idle: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
     rss_peaks: list[float] = []
     for index in range(options.runs):
         session = _Session(settings, options, table, "snap")
@@ -370,6 +399,8 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         if exit_report is not None:
             rss_peaks.append(exit_report["rss_peak_kb"] / 1024)
         idle.append(run)
+        if options.debezium is not None:
+            theirs.append(dbz.snapshot_run(settings, options, options.debezium, table, log, prefix))
 
     medians = {chunk: statistics.median(run["ranges"][chunk] for run in idle) for chunk in sizes}
     best = max(sizes, key=lambda chunk: medians[chunk])
@@ -397,10 +428,12 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
 
     pairs = list(zip(idle, loaded, strict=True))
     figures: dict[str, Figure] = {
-        "rows_per_s": summarize([r["full"] for r in idle], "rows/s", digits=0,
-                                note=f"all {options.rows:,} rows, chunk size {base}, no other load"),
-        "best_rows_per_s": summarize([r["ranges"][best] for r in idle], "rows/s", digits=0,
-                                     note=f"{limit:,}-row key range, chunk size {best}, no other load"),
+        "rows_per_s": {**summarize([r["full"] for r in idle], "rows/s", digits=0,
+                                   note=f"all {options.rows:,} rows, chunk size {base}, no other load"),
+                       "chunk_size": base},
+        "best_rows_per_s": {**summarize([r["ranges"][best] for r in idle], "rows/s", digits=0,
+                                        note=f"{limit:,}-row key range, chunk size {best}, no other load"),
+                            "chunk_size": best},
         "best_chunk_size": summarize([best] * options.runs, "rows", digits=0,
                                      note=f"highest median rows_per_s_chunk_* of {sizes}"),
     }
@@ -417,10 +450,10 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "under_load_ratio": summarize([ratio(lo[base]["rows_per_s"], i["ranges"][base]) for i, lo in pairs],
                                       "ratio", digits=3, note="rows_per_s_under_load / rows_per_s_chunk_base, per run"),
         "copy_rows_per_s": summarize([r["copy"] for r in idle], "rows/s", digits=0),
-        "ratio_to_copy": summarize([ratio(r["full"], r["copy"]) for r in idle], "ratio", digits=3,
-                                   note="rows_per_s / copy_rows_per_s, per run"),
-        "best_ratio_to_copy": summarize([ratio(r["ranges"][best], r["copy"]) for r in idle], "ratio", digits=3,
-                                        note="best_rows_per_s / copy_rows_per_s, per run"),
+        "vs_copy": summarize([ratio(r["full"], r["copy"]) for r in idle], "ratio", digits=4,
+                             note="rows_per_s / copy_rows_per_s, per run"),
+        "best_vs_copy": summarize([ratio(r["ranges"][best], r["copy"]) for r in idle], "ratio", digits=4,
+                                  note="best_rows_per_s / copy_rows_per_s, per run"),
         "live_p50_ms_idle": summarize([r["idle"]["p50_ms"] for r in idle], "ms", digits=2),
         "live_p99_ms_idle": summarize([r["idle"]["p99_ms"] for r in idle], "ms", digits=2),
         "live_p50_ms_during": summarize([r[base]["live_p50_ms"] for r in loaded], "ms", digits=2,
@@ -442,6 +475,54 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
             [r["idle"]["missing"] for r in idle] + [r[c]["live_missing"] for r in loaded for c in r],
             "changes", digits=0, note="live changes not read back within 60 s (should be 0)"),
     })
+    rss = {"sidecar_snapshot": summarize(rss_peaks, "MB", note="sidecar peak resident set (VmHWM) over an "
+                                         "idle session: every chunk size, up to the largest")}
+    if theirs:
+        dbz_chunk, dbz_range = options.debezium.chunk_size, options.debezium.range_rows  # type: ignore[union-attr]
+        full = [r["full"] for r in theirs]
+        figures.update({
+            "debezium_rows_per_s": {**summarize(full, "rows/s", digits=0,
+                                                note=f"Debezium, all {options.rows:,} rows, chunk size {dbz_chunk}, "
+                                                     "no other load"),
+                                    "chunk_size": dbz_chunk},
+            "debezium_rows_per_s_under_load": {**summarize(
+                [r["loaded"]["rows_per_s"] for r in theirs], "rows/s", digits=0,
+                note=f"Debezium, {dbz_range:,}-row key range, chunk size {dbz_chunk}, "
+                     f"writer at {options.live_rate:,}/s"), "chunk_size": dbz_chunk},
+            "vs_debezium": summarize(per_run_ratio([r["full"] for r in idle], full), "ratio", digits=2,
+                                     note="rows_per_s / debezium_rows_per_s, per run (> 1: the sidecar is faster)"),
+            "debezium_vs_copy": summarize(per_run_ratio(full, [r["copy"] for r in idle]), "ratio", digits=4,
+                                          note="debezium_rows_per_s / copy_rows_per_s, per run"),
+            "debezium_live_p50_ms_idle": summarize([r["idle"]["p50_ms"] for r in theirs], "ms", digits=2),
+            "debezium_live_p99_ms_idle": summarize([r["idle"]["p99_ms"] for r in theirs], "ms", digits=2),
+            "debezium_live_p50_ms_during": summarize([r["loaded"]["live_p50_ms"] for r in theirs], "ms", digits=2,
+                                                     note=f"while Debezium's {dbz_range:,}-row chunk-size-"
+                                                          f"{dbz_chunk} snapshot ran"),
+            "debezium_live_p99_ms_during": summarize([r["loaded"]["live_p99_ms"] for r in theirs], "ms", digits=2,
+                                                     note=f"while Debezium's {dbz_range:,}-row chunk-size-"
+                                                          f"{dbz_chunk} snapshot ran"),
+            "debezium_live_p99_ratio": summarize(
+                per_run_ratio([r["loaded"]["live_p99_ms"] for r in theirs], [r["idle"]["p99_ms"] for r in theirs]),
+                "ratio", digits=2, note="debezium_live_p99_ms_during / debezium_live_p99_ms_idle, per run"),
+            "vs_debezium_live_p99_idle": summarize(
+                per_run_ratio([r["idle"]["p99_ms"] for r in idle], [r["idle"]["p99_ms"] for r in theirs]),
+                "ratio", digits=4, note="live_p99_ms_idle / debezium_live_p99_ms_idle, per run "
+                                        "(< 1: the sidecar is faster)"),
+            "vs_debezium_live_p99_during": summarize(
+                per_run_ratio([r[base]["live_p99_ms"] for r in loaded], [r["loaded"]["live_p99_ms"] for r in theirs]),
+                "ratio", digits=4, note="live_p99_ms_during / debezium_live_p99_ms_during, per run "
+                                        "(< 1: the sidecar is faster)"),
+            "debezium_live_offered_changes_per_s": summarize(
+                [r["idle"]["offered"] for r in theirs] + [r["loaded"]["live_offered"] for r in theirs],
+                "changes/s", digits=0, note="the writer's achieved rate in Debezium's idle and loaded windows"),
+            "debezium_live_missing_changes": summarize(
+                [r["idle"]["missing"] for r in theirs] + [r["loaded"]["live_missing"] for r in theirs],
+                "changes", digits=0, note="live changes not read back within 60 s (should be 0)"),
+        })
+        rss["debezium_connect_snapshot"] = summarize(
+            [r["rss_peak_mb"] for r in theirs], "MB",
+            note="Debezium's Connect worker JVM (-Xmx1g) peak resident set (VmHWM) over its session: the "
+                 "whole table, the idle latency, the key range under load")
     parameters = {
         "rows": options.rows, "range_rows": limit, "table": f"public.{table} ({SNAPSHOT_TABLE})",
         "live_table": NARROW_TABLE, "base_chunk_size": base, "chunk_sizes": sizes, "live_rate": options.live_rate,
@@ -449,8 +530,9 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "offset_flush_interval_ms": FLUSH_INTERVAL_MS, "watermarks": "logical-decoding messages (no signal table)",
         "connector_overrides": options.connector_overrides,
     }
-    return {
-        "snapshot": {**figures, "parameters": parameters},
-        "rss_mb": {"sidecar_snapshot": summarize(rss_peaks, "MB", note="sidecar peak resident set (VmHWM) over an "
-                                                 "idle session: every chunk size, up to the largest")},
-    }
+    if options.debezium is not None:
+        parameters["debezium"] = {
+            "chunk_size": options.debezium.chunk_size, "range_rows": options.debezium.range_rows,
+            "watermarks": "signal table (insert_insert), signal by INSERT into it",
+            "producer_overrides": dbz.MATCHED_PRODUCER, "heap": dbz.HEAP}
+    return {"snapshot": {**figures, "parameters": parameters}, "rss_mb": rss}

@@ -36,3 +36,17 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
         return math.nan
     rank = max(1, math.ceil(fraction * len(sorted_values)))
     return float(sorted_values[min(rank, len(sorted_values)) - 1])
+
+
+def per_run_ratio(numerators: Sequence[float | None], denominators: Sequence[float | None]) -> list[float]:
+    """``numerators[i] / denominators[i]`` for each run ``i`` (both measured in the same run of the
+    benchmark); NaN where either is missing, NaN or the denominator is 0. The lists must be equally long."""
+    if len(numerators) != len(denominators):
+        raise ValueError(f"{len(numerators)} numerators for {len(denominators)} denominators")
+    out: list[float] = []
+    for a, b in zip(numerators, denominators, strict=True):
+        if a is None or b is None or math.isnan(a) or math.isnan(b) or b == 0:
+            out.append(math.nan)
+        else:
+            out.append(float(a) / float(b))
+    return out

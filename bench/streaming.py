@@ -16,6 +16,11 @@ default producer settings:
   commit timestamp, which PostgreSQL puts in the commit record and the event carries as
   ``source.ts_us`` (same host, same clock as ``time.time()``).
 
+With ``options.debezium``, each run is followed by Debezium's run of both workloads
+(:func:`bench.debezium.streaming_run`), and the section also holds Debezium's figures
+(``debezium_*``) and the per-run ratios (``vs_debezium_*``). Throughput is then also measured
+from outside for the sidecar (``kafka_max_changes_per_s``), the way Debezium's must be.
+
 See ``bench/README.md`` for every reported field.
 """
 
@@ -27,18 +32,22 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg2
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from bench.process import Sidecar, process_cpu_seconds
-from bench.scratch import Scratch
-from bench.stats import Figure, percentile, summarize
+from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
+from bench.stats import Figure, per_run_ratio, percentile, summarize
+from bench.topics import TopicReader, rate_between
 from signaller.devstack import StackSettings
 from signaller.devstack import kafka as devstack_kafka
 from signaller.devstack.processes import read_pid
+
+if TYPE_CHECKING:
+    from bench.debezium import DebeziumOptions
 
 NARROW_TABLE = "id bigint PRIMARY KEY, v int NOT NULL, note text"
 FLUSH_INTERVAL_MS = 50
@@ -53,12 +62,14 @@ class StreamingOptions:
     changes: int = 300_000
     tx_rows: int = 1_000
     rate: int = 5_000
-    duration_s: float = 20.0
+    duration_s: float = 15.0
     warmup_s: float = 2.0
     latency_tx_rows: int = 20
     profile_dir: Path | None = None
     profiler: str = "cprofile"
     connector_overrides: dict[str, object] = field(default_factory=dict)
+    debezium: DebeziumOptions | None = None
+    """Also run the workloads on Debezium (:mod:`bench.debezium`), interleaved with the sidecar's runs."""
 
 
 def _profile_path(options: StreamingOptions, name: str) -> Path | None:
@@ -114,7 +125,7 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
     scratch = Scratch(settings, "tput", NARROW_TABLE)
     try:
         scratch.create()
-        scratch.create_topic(scratch.data_topic)
+        scratch.create_topic(scratch.data_topic, config=LOG_APPEND_TIME)
         t0 = time.monotonic()
         target = _preload(scratch, options.changes, options.tx_rows)
         preload_s = time.monotonic() - t0
@@ -122,6 +133,8 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
                                               **options.connector_overrides)
         profile = _profile_path(options, f"throughput-{index}")
         broker_pid = read_pid(devstack_kafka.paths_for(settings).pid_file)
+        watcher = SlotWatcher(settings, scratch.name)
+        watcher.start()
         sidecar = Sidecar(properties, scratch.workdir, profile)
         try:
             started = sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
@@ -137,6 +150,10 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
             exit_report = sidecar.stop()
         if exit_report["events"] < options.changes:
             raise RuntimeError(f"sidecar produced {exit_report['events']} of {options.changes} changes")
+        slot_active = watcher.result()
+        with TopicReader(settings) as reader:
+            first_append = reader.append_time(scratch.data_topic, 0)
+            last_append = reader.append_time(scratch.data_topic, options.changes - 1)
         elapsed = done["t"] - started["t"]
         drain = done["t"] - first["t"]
         samples = sidecar.events("sample")
@@ -146,6 +163,8 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
         return {
             "max_changes_per_s": options.changes / elapsed,
             "drain_changes_per_s": options.changes / drain,
+            "kafka_max_changes_per_s": rate_between(options.changes, slot_active, last_append),
+            "startup_to_first_record_s": first_append - sidecar.spawned_at,
             "startup_s": first["t"] - started["t"],
             "elapsed_s": elapsed,
             "preload_s": preload_s,
@@ -169,13 +188,13 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
 class _Stamper(threading.Thread):
     """Consumes the data topic; for every record keeps (received µs, commit µs, emitted µs)."""
 
-    def __init__(self, settings: StackSettings, topic: str) -> None:
+    def __init__(self, settings: StackSettings, topic: str, offset: int = OFFSET_BEGINNING) -> None:
         super().__init__(daemon=True)
         self.consumer = Consumer({
             "bootstrap.servers": settings.bootstrap_servers, "group.id": f"bench-{uuid.uuid4().hex}",
             "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1,
         })
-        self.consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        self.consumer.assign([TopicPartition(topic, 0, offset)])
         self.stamps: list[tuple[int, int, int]] = []
         self.stop_event = threading.Event()
 
@@ -257,26 +276,34 @@ def latency_run(settings: StackSettings, options: StreamingOptions, index: int) 
             stamper.stop_event.set()
             stamper.join(10)
             exit_report = sidecar.stop()
-        window = sorted(
-            (received - committed, emitted - committed)
-            for received, committed, emitted in stamper.stamps
-            if window_start_us <= committed <= window_end_us
-        )
-        totals = sorted(w[0] / 1000 for w in window)
-        sidecar_part = sorted(w[1] / 1000 for w in window)
-        return {
-            "p50_ms": percentile(totals, 0.50),
-            "p99_ms": percentile(totals, 0.99),
-            "max_ms": totals[-1] if totals else math.nan,
-            "sidecar_p50_ms": percentile(sidecar_part, 0.50),
-            "sidecar_p99_ms": percentile(sidecar_part, 0.99),
-            "offered_changes_per_s": rows / achieved,
-            "measured_changes": float(len(totals)),
-            "missing_changes": float(rows + 1 - len(stamper.stamps)),
-            "rss_peak_mb": exit_report["rss_peak_kb"] / 1024,
-        }
+        return {**latency_figures(stamper.stamps, window_start_us, window_end_us, rows + 1, rows / achieved),
+                "rss_peak_mb": exit_report["rss_peak_kb"] / 1024}
     finally:
         scratch.cleanup()
+
+
+def latency_figures(stamps: list[tuple[int, int, int]], window_start_us: int, window_end_us: int,
+                    written: int, offered: float) -> dict[str, float]:
+    """Latency figures of the records (``(received µs, commit µs, emitted µs)``) whose transaction
+    committed in the window; ``written``: changes written to the topic's table in all (for
+    ``missing_changes``), ``offered``: the writer's achieved rate."""
+    window = sorted(
+        (received - committed, emitted - committed)
+        for received, committed, emitted in stamps
+        if window_start_us <= committed <= window_end_us
+    )
+    totals = sorted(w[0] / 1000 for w in window)
+    capture_part = sorted(w[1] / 1000 for w in window)
+    return {
+        "p50_ms": percentile(totals, 0.50),
+        "p99_ms": percentile(totals, 0.99),
+        "max_ms": totals[-1] if totals else math.nan,
+        "sidecar_p50_ms": percentile(capture_part, 0.50),
+        "sidecar_p99_ms": percentile(capture_part, 0.99),
+        "offered_changes_per_s": offered,
+        "measured_changes": float(len(totals)),
+        "missing_changes": float(written - len(stamps)),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,30 +312,57 @@ def latency_run(settings: StackSettings, options: StreamingOptions, index: int) 
 
 
 def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any = print) -> dict[str, Any]:
-    """Alternate throughput and latency runs ``options.runs`` times; the ``streaming`` section
-    plus the sidecar's ``rss_mb`` (peak during the throughput drain, the worst case)."""
+    """Alternate throughput and latency runs ``options.runs`` times (with ``options.debezium``, each
+    followed by Debezium's run of both); the ``streaming`` section plus the ``rss_mb`` of the
+    sidecar (peak during the throughput drain, the worst case) and of Debezium's worker."""
+    from bench import debezium as dbz
+
     tput: list[dict[str, float]] = []
     lat: list[dict[str, float]] = []
+    theirs: list[dict[str, float]] = []
     for index in range(options.runs):
         result = throughput_run(settings, options, index)
         log(f"  throughput run {index + 1}/{options.runs}: {result['max_changes_per_s']:,.0f} changes/s "
-            f"(drain {result['drain_changes_per_s']:,.0f}/s, start-up {result['startup_s']:.2f}s, "
-            f"{result['cpu_us_per_change']:.1f} µs CPU/change, peak RSS {result['rss_peak_mb']:.0f} MB)")
+            f"(drain {result['drain_changes_per_s']:,.0f}/s, Kafka-side {result['kafka_max_changes_per_s']:,.0f}/s, "
+            f"start-up {result['startup_s']:.2f}s, {result['cpu_us_per_change']:.1f} µs CPU/change, "
+            f"peak RSS {result['rss_peak_mb']:.0f} MB)")
         tput.append(result)
         result = latency_run(settings, options, index)
         log(f"  latency run {index + 1}/{options.runs}: p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
             f" at {result['offered_changes_per_s']:,.0f} changes/s ({result['measured_changes']:.0f} measured,"
             f" {result['missing_changes']:.0f} missing)")
         lat.append(result)
+        if options.debezium is not None:
+            result = dbz.streaming_run(settings, options, options.debezium.changes)
+            log(f"  Debezium run {index + 1}/{options.runs}: {options.debezium.changes:,} changes at "
+                f"{result['max_changes_per_s']:,.0f} changes/s Kafka-side (first record "
+                f"{result['startup_to_first_record_s']:.1f}s after the JVM started, "
+                f"{result['cpu_us_per_change']:.1f} µs CPU/change); latency p50 {result['p50_ms']:.1f} ms, "
+                f"p99 {result['p99_ms']:.1f} ms at {result['offered_changes_per_s']:,.0f} changes/s "
+                f"({result['missing_changes']:.0f} missing); peak RSS {result['rss_peak_mb']:.0f} MB")
+            theirs.append(result)
+    stock: dict[str, float] | None = None
+    if options.debezium is not None and options.debezium.stock_changes > 0:
+        stock = dbz.streaming_run(settings, options, options.debezium.stock_changes, latency=False,
+                                  stock_producer=True)
+        log(f"  Debezium with Connect's stock producer: {options.debezium.stock_changes:,} changes at "
+            f"{stock['max_changes_per_s']:,.0f} changes/s Kafka-side")
 
     def col(rows: list[dict[str, float]], key: str) -> list[float]:
         return [row[key] for row in rows]
 
+    dbz_changes = options.debezium.changes if options.debezium else 0
+    dbz_stock_changes = options.debezium.stock_changes if options.debezium else 0
     k = f"{options.rate // 1000}k" if options.rate % 1000 == 0 else str(options.rate)
     streaming: dict[str, Figure] = {
         "max_changes_per_s": summarize(col(tput, "max_changes_per_s"), "changes/s", digits=0),
         "drain_changes_per_s": summarize(col(tput, "drain_changes_per_s"), "changes/s", digits=0),
+        "kafka_max_changes_per_s": summarize(col(tput, "kafka_max_changes_per_s"), "changes/s", digits=0,
+                                             note="changes / (broker append time of the last record - the "
+                                                  "instant the slot became active), as for Debezium"),
         "startup_s": summarize(col(tput, "startup_s"), "s", digits=2),
+        "startup_to_first_record_s": summarize(col(tput, "startup_to_first_record_s"), "s", digits=2,
+                                               note="process spawned -> first record appended in Kafka"),
         "cpu_us_per_change": summarize(col(tput, "cpu_us_per_change"), "µs", digits=2),
         "cpu_utilisation": summarize(col(tput, "cpu_utilisation"), "cores", digits=2),
         "main_thread_cpu_us_per_change": summarize(col(tput, "main_thread_cpu_us_per_change"), "µs", digits=2),
@@ -324,6 +378,50 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
         f"missing_changes_at_{k}": summarize(col(lat, "missing_changes"), "changes", digits=0),
         f"rss_mb_at_{k}": summarize(col(lat, "rss_peak_mb"), "MB"),
     }
+    rss: dict[str, Figure] = {
+        "sidecar": summarize(col(tput, "rss_peak_mb"), "MB",
+                             note="sidecar peak resident set (VmHWM) over a throughput run"),
+    }
+    if theirs:
+        streaming.update({
+            "debezium_max_changes_per_s": summarize(
+                col(theirs, "max_changes_per_s"), "changes/s", digits=0,
+                note=f"{dbz_changes:,} preloaded changes (the sidecar: {options.changes:,}); "
+                     "changes / (broker append time of the last record - the instant the slot became active)"),
+            "debezium_startup_to_first_record_s": summarize(col(theirs, "startup_to_first_record_s"), "s", digits=2,
+                                                            note="JVM spawned -> first record appended in Kafka"),
+            "debezium_cpu_us_per_change": summarize(col(theirs, "cpu_us_per_change"), "µs", digits=2,
+                                                    note="worker JVM CPU from the slot's activation to the last "
+                                                         "record in Kafka"),
+            f"debezium_p50_ms_at_{k}": summarize(col(theirs, "p50_ms"), "ms", digits=2),
+            f"debezium_p99_ms_at_{k}": summarize(col(theirs, "p99_ms"), "ms", digits=2),
+            f"debezium_max_ms_at_{k}": summarize(col(theirs, "max_ms"), "ms", digits=2),
+            f"debezium_connector_p50_ms_at_{k}": summarize(col(theirs, "sidecar_p50_ms"), "ms", digits=2,
+                                                           note="commit -> Debezium's payload.ts_us"),
+            f"debezium_connector_p99_ms_at_{k}": summarize(col(theirs, "sidecar_p99_ms"), "ms", digits=2,
+                                                           note="commit -> Debezium's payload.ts_us"),
+            f"debezium_offered_changes_per_s_at_{k}": summarize(col(theirs, "offered_changes_per_s"), "changes/s",
+                                                                digits=0),
+            f"debezium_missing_changes_at_{k}": summarize(col(theirs, "missing_changes"), "changes", digits=0),
+            "vs_debezium_max": summarize(
+                per_run_ratio(col(tput, "kafka_max_changes_per_s"), col(theirs, "max_changes_per_s")), "ratio",
+                digits=2, note="kafka_max_changes_per_s / debezium_max_changes_per_s, per run (> 1: the sidecar "
+                               "is faster)"),
+            "vs_debezium_p50": summarize(
+                per_run_ratio(col(lat, "p50_ms"), col(theirs, "p50_ms")), "ratio", digits=4,
+                note=f"p50_ms_at_{k} / debezium_p50_ms_at_{k}, per run (< 1: the sidecar is faster)"),
+            "vs_debezium_p99": summarize(
+                per_run_ratio(col(lat, "p99_ms"), col(theirs, "p99_ms")), "ratio", digits=4,
+                note=f"p99_ms_at_{k} / debezium_p99_ms_at_{k}, per run (< 1: the sidecar is faster)"),
+        })
+        rss["debezium_connect"] = summarize(col(theirs, "rss_peak_mb"), "MB",
+                                            note="Debezium's Connect worker JVM (-Xmx1g) peak resident set "
+                                                 "(VmHWM) over a throughput and a latency run")
+    if stock is not None:
+        streaming["debezium_stock_producer_max_changes_per_s"] = summarize(
+            [stock["max_changes_per_s"]], "changes/s", digits=0,
+            note=f"one run, {dbz_stock_changes:,} changes, Connect's stock producer "
+                 "(16 KB batches, no compression, 1 request in flight)")
     parameters = {
         "changes": options.changes, "tx_rows": options.tx_rows, "rate": options.rate,
         "duration_s": options.duration_s, "warmup_s": options.warmup_s,
@@ -331,8 +429,8 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
         "latency_offset_flush_interval_ms": "default (60000)",
         "table": NARROW_TABLE, "connector_overrides": options.connector_overrides,
     }
-    return {
-        "streaming": {**streaming, "parameters": parameters},
-        "rss_mb": {"sidecar": summarize(col(tput, "rss_peak_mb"), "MB",
-                                        note="sidecar peak resident set (VmHWM) over a throughput run")},
-    }
+    if options.debezium is not None:
+        parameters["debezium"] = {"changes": options.debezium.changes,
+                                  "stock_producer_changes": options.debezium.stock_changes,
+                                  "producer_overrides": dbz.MATCHED_PRODUCER, "heap": dbz.HEAP}
+    return {"streaming": {**streaming, "parameters": parameters}, "rss_mb": rss}
