@@ -574,12 +574,21 @@ class EnvelopeSerializer:
 
     def _row(self, row: Mapping[str, Any]) -> dict[str, Any]:
         out = {name: row.get(name) for name in self._value_names}
-        return self._fill_defaults(out) if self._defaults else out
+        if not self._defaults:
+            return out
+        filled = self._fill_defaults(out)
+        return filled if isinstance(filled, dict) else dict(filled)
 
-    def _fill_defaults(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """``row`` with every null value of a column that has a schema default replaced by it."""
-        defaults = self._defaults
-        return {name: defaults[name] if value is None and name in defaults else value for name, value in row.items()}
+    def _fill_defaults(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``row`` with every null value of a column that has a schema default replaced by it; ``row``
+        itself (not copied) when there is none. Looks only at the defaulted columns (usually a few)."""
+        nulls = [name for name in self._defaults if name in row and row[name] is None]
+        if not nulls:
+            return row
+        out = dict(row)
+        for name in nulls:
+            out[name] = self._defaults[name]
+        return out
 
     def _source(self, event: ChangeEvent, ts_us_now: int) -> bytes:
         ts_us = ts_us_now if event.op is Op.READ else event.commit_ts_us
