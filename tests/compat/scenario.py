@@ -25,20 +25,13 @@ from confluent_kafka.admin import AdminClient
 
 from signaller.devstack.debezium import DebeziumConnect
 from tests.integration.capture_helpers import CaptureEnv, Record, TopicReader, closed_port, wait_until
+from tests.integration.test_capture_types import COLUMNS
 
 CHUNK_SIZE = 3
 """Small chunks, so that every table takes several windows (and several IN_PROGRESS notifications)."""
 
-TYPES_COLUMNS = """
-    id integer PRIMARY KEY,
-    c_smallint smallint, c_integer integer, c_bigint bigint,
-    c_numeric numeric(10, 2), c_numeric_neg numeric(10, 2), c_numeric_any numeric,
-    c_real real, c_double double precision, c_boolean boolean,
-    c_text text, c_varchar varchar(20), c_char char(5), c_bytea bytea,
-    c_date date, c_time time, c_timetz timetz, c_timestamp timestamp, c_timestamptz timestamptz,
-    c_interval interval, c_uuid uuid, c_json json, c_jsonb jsonb, c_enum {enum},
-    c_int_array integer[], c_text_array text[], c_toast text
-"""
+TYPES_COLUMNS = COLUMNS
+"""Every type of the mapping table (the streaming type test's table; ``{enum}`` is the enum type's name)."""
 FULL_ROW = (
     "INSERT INTO {t} VALUES ({id}, -32768, 2147483647, -9223372036854775808, 12345.67, -0.01, 3.14159, "
     "3.25, 2.718281828459045, true, %s, 'hello', 'ab', '\\x0001feff'::bytea, '2024-02-29', "
