@@ -16,8 +16,10 @@ anything else.
 
 Every ``SignalError`` reason names what is wrong, where (a path such as
 ``data.additional-conditions[0].filter``) and what is accepted. Table names and filters are checked
-later against the catalog by the snapshot engine (``signals.filters.compile_filter``); here the
-``data-collections`` regular expressions are only checked to compile.
+later against the catalog by the snapshot engine (``signals.filters.compile_filter``); here every
+regular expression (``data-collections`` of every signal, ``additional-conditions[].data-collection``
+of every snapshot type) is checked to compile with RE2 (``signaller.patterns``: linear-time matching,
+so no pattern can freeze the process later).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
-import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -34,6 +35,8 @@ import orjson
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from signaller.errors import SignalError
+from signaller.patterns import ACCEPTED as _PATTERN_ACCEPTED
+from signaller.patterns import PatternError, compile_pattern
 from signaller.signals.model import (
     EXECUTE_SNAPSHOT,
     LOG,
@@ -65,7 +68,8 @@ _TYPES_ACCEPTED = "one of " + ", ".join(USER_SIGNAL_TYPES) + " (case-sensitive)"
 _ENVELOPE_ACCEPTED = '{"id": <non-empty string>, "type": <signal type>, "data": {...}}'
 _ID_ACCEPTED = "a non-empty string, e.g. a UUID"
 _DATA_ACCEPTED = "a JSON object ({} if the signal needs no data)"
-_REGEX_ACCEPTED = "a regular expression full-matched against 'schema.table', e.g. \"public\\\\.orders\""
+_REGEX_ACCEPTED = _PATTERN_ACCEPTED + ' (case-sensitive), e.g. "public\\\\.orders"'
+_CONDITION_REGEX_ACCEPTED = _PATTERN_ACCEPTED + ' (case-insensitive), e.g. "public\\\\.orders"'
 _SHOWN_CHARS = 60
 _PLAIN_DEPTH = 8
 
@@ -231,10 +235,9 @@ def _build(signal_id: str, signal_type: str, data: Mapping[str, Any]) -> Action:
             AdditionalCondition(data_collection=item["data-collection"].strip(), filter=item["filter"])
             for item in data.get("additional-conditions", ())
         )
-        if snapshot_type == "incremental":
-            for index, condition in enumerate(conditions):
-                _check_regex(condition.data_collection,
-                             f"data.additional-conditions[{index}].data-collection", signal_id)
+        for index, condition in enumerate(conditions):
+            _check_regex(condition.data_collection, f"data.additional-conditions[{index}].data-collection",
+                         signal_id, ignore_case=True)
         surrogate_key: str | None = data.get("surrogate-key")
         if surrogate_key is not None and snapshot_type != "incremental":
             raise SignalError("data.surrogate-key: only applies to incremental snapshots; accepted: remove it, "
@@ -264,12 +267,14 @@ def _collections(items: Iterable[str], where: str, signal_id: str) -> tuple[str,
     return tuple(seen)
 
 
-def _check_regex(pattern: str, where: str, signal_id: str) -> None:
+def _check_regex(pattern: str, where: str, signal_id: str, *, ignore_case: bool = False) -> None:
+    """Raise ``SignalError`` naming ``where`` if ``pattern`` does not compile with RE2."""
     try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError) as exc:
-        raise SignalError(f"{where}: {_show(pattern)} is not a valid regular expression ({exc}); "
-                          f"accepted: {_REGEX_ACCEPTED}", signal_id) from None
+        compile_pattern(pattern, ignore_case=ignore_case)
+    except PatternError as exc:
+        accepted = _CONDITION_REGEX_ACCEPTED if ignore_case else _REGEX_ACCEPTED
+        raise SignalError(f"{where}: {_show(pattern)} is not a valid regular expression ({exc.reason}); "
+                          f"accepted: {accepted}", signal_id) from None
 
 
 # --- schema errors -> messages --------------------------------------------------------------------------

@@ -6,29 +6,34 @@ Single-threaded: the capture loop calls every method. The loop feeds it
 * watermark markers as they come back through the log (``on_marker``), which return the READ
   events to emit at a window's close, before any later log event;
 * every streamed row change (``on_stream_change``), which evicts buffered rows with the same
-  message key while the window is open;
+  chunk-key values (its before and after images) while the window is open;
 
 and asks it to read the next chunk (``read_chunk`` when ``wants_chunk``): open watermark
 (committed) → chunk SELECT → close watermark (always written, even when the query fails). The
 durable state is ``state`` (immutable; a new object after each change).
+
+Contracts: ``apply`` never raises (except a ``SinkError``, which is Kafka failing, not the signal):
+every problem becomes a rejected ``SignalOutcome`` with a reason. Every regular expression of a
+signal is matched with RE2 (``signaller.patterns``), in time linear in the table name. Every row a
+chunk SELECT read is either emitted or superseded by a streamed change; a table whose counts do not
+add up finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. Blocking snapshots read
+and emit one chunk at a time (memory bounded by two chunks).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from signaller.config import SignallerConfig
-from signaller.errors import SignalError, SourceError
+from signaller.errors import SignalError, SinkError, SourceError
 from signaller.model import ChangeEvent, Op, TableId
+from signaller.patterns import PatternError, UserPattern, compile_pattern
 from signaller.signals.model import (
     ExecuteSnapshot,
     LogMessage,
@@ -75,14 +80,33 @@ class _Runtime:
     estimated_rows: int | None = None
     total_rows: int | None = None
     rows_read: int = 0
+    rows_emitted: int = 0
+    rows_evicted: int = 0
     chunks: int = 0
     chunk_seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def message_key(row: dict[str, Any], names: Sequence[str]) -> bytes:
-    """The identity of a row for deduplication: its message-key values, as JSON bytes."""
-    return orjson.dumps([row.get(name) for name in names])
+def row_identity(row: dict[str, Any], names: Sequence[str]) -> tuple[Hashable, ...] | None:
+    """The identity of a row inside a window: its chunk-key values (converted, as in change events),
+    or None if the row image carries none of them (e.g. a before image without key columns)."""
+    values = tuple(_hashable(row.get(name)) for name in names)
+    return None if all(value is None for value in values) else values
+
+
+def _hashable(value: Any) -> Hashable:
+    """``value`` in a hashable form (arrays and structs as tuples), equal exactly when the values are."""
+    if isinstance(value, (list, tuple)):
+        return ("[]", *(_hashable(item) for item in value))
+    if isinstance(value, dict):
+        return ("{}", *sorted((str(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, bytearray):
+        return bytes(value)
+    try:
+        hash(value)
+    except TypeError:
+        return ("repr", repr(value))
+    return value  # type: ignore[no-any-return]
 
 
 def _instant(ts: float) -> str:
@@ -91,6 +115,14 @@ def _instant(ts: float) -> str:
     micros = moment.microsecond
     fraction = "" if micros == 0 else (f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}")
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
+def _pattern(text: str, where: str, signal_id: str, *, ignore_case: bool = False) -> UserPattern:
+    """``text`` (trimmed) compiled with RE2, or ``SignalError`` naming ``where`` and what is accepted."""
+    try:
+        return compile_pattern(text.strip(), ignore_case=ignore_case)
+    except PatternError as exc:
+        raise SignalError(f"{where}: {exc}", signal_id) from None
 
 
 def _key_text(key: Key | None) -> str | None:
@@ -121,6 +153,7 @@ class IncrementalSnapshotter:
         self._state = SnapshotState()
         self._window: Window[dict[str, Any]] = Window()
         self._window_keys: tuple[str, ...] = ()
+        self._window_evicted = 0
         self._chunk_end: Key | None = None
         self._pending_stops: list[tuple[str, ...]] = []
         self._need_chunk = False
@@ -168,7 +201,12 @@ class IncrementalSnapshotter:
 
     # -- signals --------------------------------------------------------------------------
     def apply(self, signal: Signal, action: object) -> SignalOutcome:
-        """Apply a parsed user signal; rejections carry the reason and change nothing."""
+        """Apply a parsed user signal; rejections carry the reason and change nothing.
+
+        Never raises but ``SinkError`` (Kafka failing while a blocking snapshot emits): a problem with
+        the signal is a rejection with its reason; a database error a rejection "could not check the
+        signal against the database: ..."; anything unexpected a rejection naming the signal, with the
+        traceback in the log."""
         try:
             if isinstance(action, ExecuteSnapshot):
                 self._execute(action)
@@ -186,6 +224,12 @@ class IncrementalSnapshotter:
             return SignalOutcome(signal.id, False, exc.reason)
         except SourceError as exc:
             return SignalOutcome(signal.id, False, f"could not check the signal against the database: {exc}")
+        except SinkError:
+            raise
+        except Exception as exc:
+            log.exception("signal %s (%s) could not be applied", signal.id, signal.type)
+            return SignalOutcome(signal.id, False, f"signal {signal.id!r} ({signal.type}) could not be applied: "
+                                 f"internal error {type(exc).__name__}: {exc} (the sidecar logged the details)")
         return SignalOutcome(signal.id, True)
 
     def _captured_tables(self) -> list[TableId]:
@@ -196,11 +240,7 @@ class IncrementalSnapshotter:
     def _expand(self, patterns: Sequence[str], tables: list[TableId], signal_id: str) -> list[TableId]:
         chosen: list[TableId] = []
         for index, pattern in enumerate(patterns):
-            try:
-                regex = re.compile(pattern.strip())
-            except re.error as exc:
-                raise SignalError(f"data-collections[{index}] {pattern!r} is not a valid regular expression: {exc}",
-                                  signal_id) from None
+            regex = _pattern(pattern, f"data-collections[{index}]", signal_id)
             matched = [t for t in tables if regex.fullmatch(str(t))]
             if not matched:
                 names = ", ".join(str(t) for t in tables) or "none"
@@ -216,8 +256,9 @@ class IncrementalSnapshotter:
             info = self._source.describe(table)
             if info is None:
                 raise SignalError(f"table {table} does not exist", action.signal_id)
-            condition = next((c for c in action.additional_conditions
-                              if re.fullmatch(c.data_collection.strip(), str(table), re.IGNORECASE)), None)
+            condition = next((c for index, c in enumerate(action.additional_conditions)
+                              if _pattern(c.data_collection, f"additional-conditions[{index}].data-collection",
+                                          action.signal_id, ignore_case=True).fullmatch(str(table))), None)
             normalized = None
             if condition is not None:
                 try:
@@ -254,6 +295,11 @@ class IncrementalSnapshotter:
         if column not in info.not_null or column not in info.unique_columns:
             raise SignalError(f"surrogate-key {column!r} of {info.table_id} must be NOT NULL and have a unique "
                               "index, or chunks could skip or repeat rows", signal_id)
+        if not self._config.is_column_captured(info.table_id.schema, info.table_id.table, column):
+            raise SignalError(f"surrogate-key {column!r} of {info.table_id} is not a captured column (see "
+                              "column.include.list/column.exclude.list): streamed changes must carry it to be "
+                              "matched against the rows of a snapshot chunk; accepted: a captured unique NOT "
+                              "NULL column", signal_id)
 
     def _key_columns(self, info: TableInfo) -> tuple[str, ...]:
         override = self._config.key_columns_for(info.table_id.schema, info.table_id.table)
@@ -262,6 +308,8 @@ class IncrementalSnapshotter:
     def _stop(self, action: StopSnapshot) -> None:
         if action.snapshot_type == "blocking":
             return
+        for index, pattern in enumerate(action.data_collections):
+            _pattern(pattern, f"data-collections[{index}]", action.signal_id)
         self._pending_stops.append(action.data_collections or (".*",))
         if not self._window.pending:
             self._apply_stops()
@@ -288,16 +336,20 @@ class IncrementalSnapshotter:
 
     # -- the stream -----------------------------------------------------------------------
     def on_stream_change(self, change: Change) -> None:
-        """Deduplicate: a streamed change evicts the buffered row with the same message key
-        (read-only mode: only a change the chunk's snapshot did not see)."""
+        """Deduplicate: a streamed change evicts the buffered rows with the chunk-key values of its
+        before and of its after image (read-only mode: only a change the chunk's snapshot did not
+        see). Each image supersedes at most one row: any further row it removes is counted as lost."""
         window = self._window
         if window.is_open and len(window):
             event = change.event
             if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
                 return
-            row = event.after if event.after is not None else event.before
-            if row is not None:
-                window.on_stream_key(str(event.table), message_key(row, self._window_keys))
+            table = str(event.table)
+            identities = {row_identity(image, self._window_keys) for image in (event.before, event.after)
+                          if image is not None}
+            for identity in identities - {None}:
+                if window.on_stream_key(table, identity):
+                    self._window_evicted += 1
 
     def on_position(self, lsn: int, position: tuple[int | None, int | None]) -> None:
         """Read-only mode: the log has been read up to ``lsn``; once past the chunk's high
@@ -319,16 +371,20 @@ class IncrementalSnapshotter:
             log.debug("ignoring window-close marker %s of another chunk", marker.signal_id)
             return
         self._visible, self._high_lsn = None, 0
-        self._flush(rows, position)
+        evicted, self._window_evicted = self._window_evicted, 0
+        self._flush(rows, position, evicted)
         self._need_chunk = self._state.running
         if self._pending_stops:
             self._apply_stops()
 
-    def _flush(self, rows: list[dict[str, Any]], position: tuple[int | None, int | None]) -> None:
+    def _flush(self, rows: list[dict[str, Any]], position: tuple[int | None, int | None], evicted: int) -> None:
         head = self._state.queue[0] if self._state.queue else None
         prepared = self._prepared.get(head.table) if head else None
         if head is None or prepared is None:
             return
+        runtime = self._runtime.setdefault(head.table, _Runtime())
+        runtime.rows_emitted += len(rows)
+        runtime.rows_evicted += evicted
         last_commit, lsn = position
         now_us = time.time_ns() // 1000
         table_id = prepared.info.table_id
@@ -400,11 +456,23 @@ class IncrementalSnapshotter:
                 self._finish_table("SQL_EXCEPTION")
                 continue
             if not rows:
-                self._finish_table("SUCCEEDED")
+                self._finish_table(self._scan_status(head.table))
                 continue
             self._buffer(chunk_id, head, prepared, rows, lower)
             return True
         return False
+
+    def _scan_status(self, table: str) -> str:
+        """``SUCCEEDED`` if every row the chunk SELECTs read was emitted or superseded by a streamed
+        change; else ``SQL_EXCEPTION`` (Debezium's status for a failed read), with an error log."""
+        runtime = self._runtime.get(table)
+        if runtime is None or runtime.rows_read == runtime.rows_emitted + runtime.rows_evicted:
+            return "SUCCEEDED"
+        log.error("incremental snapshot of %s lost rows: the chunk queries read %d rows but %d were emitted and %d "
+                  "superseded by streamed changes (%d unaccounted for); the table is reported SQL_EXCEPTION, "
+                  "snapshot it again", table, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted,
+                  runtime.rows_read - runtime.rows_emitted - runtime.rows_evicted)
+        return "SQL_EXCEPTION"
 
     def _describe(self, queued: QueuedTable) -> _Prepared | str:
         """The table's current schema plan and chunk SQL description, or the Debezium status
@@ -419,6 +487,13 @@ class IncrementalSnapshotter:
         self._relations.apply_relation(info.relation)
         schema = self._relations.schema(info.oid)
         plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
+        emitted = {name for _, name, _, _ in plan.slots}
+        missing = [k for k in keys if k not in emitted]
+        if missing:
+            log.warning("snapshot of %s skipped (NO_PRIMARY_KEY): chunk key column(s) %s are not in the change "
+                        "events (column filters or an unsupported type), so streamed changes could not be "
+                        "matched against a chunk's rows", table_id, ", ".join(missing))
+            return "NO_PRIMARY_KEY"
         columns = tuple(c.name for c in plan.schema.columns)
         chunk = ChunkTable(table_id.schema, table_id.table, columns,
                            tuple((k, info.sql_types[k]) for k in keys), queued.filter)
@@ -437,7 +512,7 @@ class IncrementalSnapshotter:
             self._runtime.setdefault(head.table, _Runtime()).estimated_rows = prepared.info.estimated_rows
         if self._state.max_key is None:
             runtime = self._runtime.setdefault(head.table, _Runtime())
-            runtime.total_rows, runtime.rows_read = None, 0
+            runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
             max_key = self._source.max_key(prepared.chunk)
             if max_key is None:
                 self._finish_table("EMPTY")
@@ -474,12 +549,13 @@ class IncrementalSnapshotter:
     def _buffer(self, chunk_id: str, head: QueuedTable, prepared: _Prepared, rows: list[tuple[str | None, ...]],
                 lower: Key | None) -> None:
         width = len(prepared.chunk.columns)
-        keys = prepared.plan.key_names
+        keys = tuple(name for name, _ in prepared.chunk.key)
         converted = []
         for values in rows:
             row = row_from_tuple(prepared.plan, values[:width])
-            converted.append((message_key(row, keys), row))
+            converted.append((row_identity(row, keys), row))
         self._window_keys = keys
+        self._window_evicted = 0
         self._window.fill(chunk_id, str(prepared.info.table_id), converted)
         self._chunk_end = tuple(rows[-1][width:])
         runtime = self._runtime.setdefault(head.table, _Runtime())
@@ -519,7 +595,12 @@ class IncrementalSnapshotter:
     def _apply_stops(self) -> None:
         while self._pending_stops and not self._window.pending:
             patterns = self._pending_stops.pop(0)
-            regexes = [re.compile(p.strip()) for p in patterns]
+            regexes = []
+            for pattern in patterns:
+                try:
+                    regexes.append(compile_pattern(pattern.strip()))
+                except PatternError as exc:  # checked when the signal was applied; never expected here
+                    log.warning("stop-snapshot pattern ignored: %s", exc)
             stopped = [q for q in self._state.queue if any(r.fullmatch(q.table) for r in regexes)]
             if not stopped:
                 continue
@@ -540,47 +621,78 @@ class IncrementalSnapshotter:
 
     # -- blocking snapshots ---------------------------------------------------------------
     def _blocking(self, action: ExecuteSnapshot, tables: list[QueuedTable]) -> None:
-        """Read the tables whole while streaming waits (the caller does not poll the log)."""
+        """Read the tables while streaming waits (the caller does not poll the log), one chunk at a
+        time: a chunk is emitted once the next one was read (to know which row is a table's last), so
+        at most two chunks are in memory. A failed read ends that table with ``SQL_EXCEPTION`` and
+        the snapshot goes on with the next table."""
         prefix = self._config.topic_prefix
         names = ",".join(q.table for q in tables)
         self._notify(notes.make("STARTED", None, prefix, notes.INITIAL, data_collections=names))
         for index, queued in enumerate(tables):
-            found = self._describe(queued)
+            try:
+                found = self._describe(queued)
+            except SourceError as exc:
+                found = "SQL_EXCEPTION"
+                log.warning("blocking snapshot of %s failed: %s", queued.table, exc)
             if isinstance(found, str):
+                log.warning("blocking snapshot of %s skipped: %s", queued.table, found)
                 continue
-            table_id, plan = found.info.table_id, found.plan
-            rows = self._read_all(found.chunk, plan, len(found.chunk.columns))
-            for position, row in enumerate(rows):
-                flag = self._blocking_flag(index, len(tables), position, len(rows))
-                now_us = time.time_ns() // 1000
-                event = ChangeEvent(Op.READ, table_id, None, row, None, None, None, None, now_us, flag)
-                self._emit(Change(event, plan))
-            self.rows_emitted += len(rows)
+            emitted, status = self._blocking_table(found, index, len(tables))
+            self.rows_emitted += emitted
             self._notify(notes.make("TABLE_SCAN_COMPLETED", None, prefix, notes.INITIAL,
-                                    scanned_collection=queued.table, total_rows_scanned=str(len(rows)),
-                                    status="SUCCEEDED"))
+                                    scanned_collection=queued.table, total_rows_scanned=str(emitted),
+                                    status=status))
         self._notify(notes.make("COMPLETED", None, prefix, notes.INITIAL))
 
-    def _read_all(self, chunk: ChunkTable, plan: RelationPlan, width: int) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
+    def _blocking_table(self, prepared: _Prepared, table_index: int, tables: int) -> tuple[int, str]:
+        """Emit every row of one table with Debezium's snapshot flags; (rows emitted, status)."""
+        table_id, plan, width = prepared.info.table_id, prepared.plan, len(prepared.chunk.columns)
+        chunks = self._blocking_chunks(prepared.chunk)
+        emitted = 0
+        try:
+            current = next(chunks, [])
+            while current:
+                following = next(chunks, [])
+                for offset, values in enumerate(current):
+                    is_last = not following and offset == len(current) - 1
+                    flag = self._blocking_flag(table_index, tables, emitted, is_last)
+                    now_us = time.time_ns() // 1000
+                    row = row_from_tuple(plan, values[:width])
+                    event = ChangeEvent(Op.READ, table_id, None, row, None, None, None, None, now_us, flag)
+                    self._emit(Change(event, plan))
+                    emitted += 1
+                current = following
+        except (ChunkQueryError, SourceError) as exc:
+            log.warning("blocking snapshot of %s failed after %d rows: %s", table_id, emitted, exc)
+            return emitted, "SQL_EXCEPTION"
+        return emitted, "SUCCEEDED"
+
+    def _blocking_chunks(self, chunk: ChunkTable) -> Iterator[list[tuple[str | None, ...]]]:
+        """The table's rows in chunk-key order, one non-empty chunk (raw SELECT rows) at a time."""
+        width = len(chunk.columns)
         lower: Key | None = None
         while True:
-            batch = self._source.read_chunk(chunk, lower, None, self.chunk_size)
-            rows.extend(row_from_tuple(plan, values[:width]) for values in batch)
-            if len(batch) < self.chunk_size:
-                return rows
+            size = self.chunk_size
+            batch = self._source.read_chunk(chunk, lower, None, size)
+            if batch:
+                yield batch
+            if len(batch) < size:
+                return
             lower = tuple(batch[-1][width:])
 
     @staticmethod
-    def _blocking_flag(table_index: int, tables: int, position: int, rows: int) -> str:
+    def _blocking_flag(table_index: int, tables: int, position: int, is_last: bool) -> str:
+        """Debezium's ``source.snapshot`` of a blocking/initial READ: ``first`` (first row of the first
+        table), ``last`` (last row of the last table), ``first_in_data_collection``,
+        ``last_in_data_collection``, else ``true``."""
         last_table = table_index == tables - 1
         if table_index == 0 and position == 0:
             return "first"
-        if last_table and position == rows - 1:
+        if last_table and is_last:
             return "last"
         if position == 0:
             return "first_in_data_collection"
-        if position == rows - 1:
+        if is_last:
             return "last_in_data_collection"
         return "true"
 

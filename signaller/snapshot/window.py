@@ -1,17 +1,24 @@
-"""The DBLog window: the rows of one chunk, keyed by message key, between the open and close
-watermarks. Pure logic, no I/O.
+"""The DBLog window: the rows of one chunk, identified by their chunk-key values, between the open
+and close watermarks. Pure logic, no I/O.
 
 Contract: ``fill`` happens after the open watermark was written and before the close watermark
 was written. Stream events arriving before the open marker are ignored (the chunk SELECT already
-saw their effect); while the window is open, every stream event for a buffered key removes that
-row (the stream carries a state at least as new); ``close`` returns the remaining rows in chunk
-order and empties the window. A marker of another chunk (left over from before a restart) does
-nothing.
+saw their effect); while the window is open, every stream event for a buffered identity removes
+the rows with that identity (the stream carries a state at least as new); ``close`` returns the
+remaining rows in chunk order and empties the window. A marker of another chunk (left over from
+before a restart) does nothing.
+
+The identity of a row is its chunking key (primary key, ``message.key.columns`` or the signal's
+``surrogate-key``), never the message key: a keyless table has an empty message key, and rows
+sharing one identity would collapse into one. ``fill`` never drops a row, even if two rows share
+an identity; ``on_stream_key`` says how many rows it removed, so the caller can account for every
+row read (a stream image supersedes exactly one row; more than one means the identity was
+ambiguous and rows were lost).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
 
 Row = TypeVar("Row")
@@ -22,12 +29,17 @@ class Window(Generic[Row]):
         self.chunk_id: str | None = None
         self.table: str | None = None
         self.is_open = False
-        self._rows: dict[bytes, Row] = {}
+        self._rows: list[Row] = []
+        self._index: dict[Hashable, list[int]] = {}
+        self._gone: set[int] = set()
 
-    def fill(self, chunk_id: str, table: str, rows: Iterable[tuple[bytes, Row]]) -> None:
-        """Buffer a chunk (``(message key, row)`` pairs in chunk order) for ``chunk_id``."""
+    def fill(self, chunk_id: str, table: str, rows: Iterable[tuple[Hashable, Row]]) -> None:
+        """Buffer a chunk (``(identity, row)`` pairs in chunk order) for ``chunk_id``; keeps every row."""
         self.chunk_id, self.table, self.is_open = chunk_id, table, False
-        self._rows = dict(rows)
+        self._rows, self._index, self._gone = [], {}, set()
+        for identity, row in rows:
+            self._index.setdefault(identity, []).append(len(self._rows))
+            self._rows.append(row)
 
     def expect(self, chunk_id: str) -> None:
         """A window with no rows (the chunk was empty); its markers still open and close it."""
@@ -42,23 +54,26 @@ class Window(Generic[Row]):
         self.is_open = True
         return True
 
-    def on_stream_key(self, table: str, key: bytes) -> bool:
-        """A streamed change of ``table`` with message key ``key``; True if it evicted a row."""
-        if self.is_open and table == self.table:
-            return self._rows.pop(key, None) is not None
-        return False
+    def on_stream_key(self, table: str, key: Hashable) -> int:
+        """A streamed change of ``table`` whose row image has identity ``key``: removes the buffered
+        rows with that identity while the window is open; returns how many it removed."""
+        if not self.is_open or table != self.table:
+            return 0
+        positions = self._index.pop(key, ())
+        self._gone.update(positions)
+        return len(positions)
 
     def close(self, marker_id: str) -> list[Row] | None:
         """Rows to emit, or None if the marker belongs to another chunk."""
         if not self.matches(marker_id):
             return None
-        rows = list(self._rows.values())
-        self._rows = {}
+        rows = [row for position, row in enumerate(self._rows) if position not in self._gone]
+        self._rows, self._index, self._gone = [], {}, set()
         self.chunk_id, self.table, self.is_open = None, None, False
         return rows
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows) - len(self._gone)
 
     @property
     def pending(self) -> bool:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from signaller.errors import SignalError
+from signaller.patterns import ACCEPTED as RE2_ACCEPTED
 from signaller.signals.model import (
     AdditionalCondition,
     ExecuteSnapshot,
@@ -115,14 +116,16 @@ def test_execute_snapshot_full() -> None:
     )
 
 
-def test_execute_blocking_keeps_literal_ids_and_select_filter() -> None:
+def test_execute_blocking_keeps_ids_and_select_filter() -> None:
+    # The data-collection of a blocking snapshot is matched as a regular expression too (as for
+    # incremental ones), so a literal "(" must be escaped: an unescaped one is rejected (see below).
     data = {"data-collections": ["public.orders"], "type": "Blocking",
-            "additional-conditions": [{"data-collection": "public.\"My(Table\"",
+            "additional-conditions": [{"data-collection": "public\\.\"My\\(Table\"",
                                        "filter": "SELECT * FROM \"public\".\"orders\" WHERE region = 'EU'"}]}
     action = parse_action(sig("execute-snapshot", data))
     assert isinstance(action, ExecuteSnapshot)
     assert action.snapshot_type == "blocking"
-    assert action.additional_conditions[0].data_collection == "public.\"My(Table\""
+    assert action.additional_conditions[0].data_collection == "public\\.\"My\\(Table\""
 
 
 @pytest.mark.parametrize(("data", "expected"), [
@@ -184,13 +187,26 @@ def test_window_markers_from_the_signal_table(channel: str) -> None:
      "data.type: 'full' is not accepted; accepted: \"incremental\" (the default) or \"blocking\", "
      "in any letter case"),
     ({"data-collections": ["public.orders["]},
-     "data.data-collections[0]: 'public.orders[' is not a valid regular expression (unterminated character "
-     "set at position 13); accepted: a regular expression full-matched against 'schema.table', "
-     "e.g. \"public\\\\.orders\""),
+     "data.data-collections[0]: 'public.orders[' is not a valid regular expression (missing ]: [); "
+     f"accepted: {RE2_ACCEPTED} (case-sensitive), e.g. \"public\\\\.orders\""),
     ({"data-collections": ["a"], "additional-conditions": [{"data-collection": "(", "filter": "x = 1"}]},
-     "data.additional-conditions[0].data-collection: '(' is not a valid regular expression (missing ), "
-     "unterminated subpattern at position 0); accepted: a regular expression full-matched against "
-     "'schema.table', e.g. \"public\\\\.orders\""),
+     "data.additional-conditions[0].data-collection: '(' is not a valid regular expression (missing ): (); "
+     f"accepted: {RE2_ACCEPTED} (case-insensitive), e.g. \"public\\\\.orders\""),
+    ({"data-collections": ["a"], "type": "blocking",
+      "additional-conditions": [{"data-collection": "(", "filter": "x = 1"}]},
+     "data.additional-conditions[0].data-collection: '(' is not a valid regular expression (missing ): (); "
+     f"accepted: {RE2_ACCEPTED} (case-insensitive), e.g. \"public\\\\.orders\""),
+    ({"data-collections": ["a"], "type": "blocking",
+      "additional-conditions": [{"data-collection": "a", "filter": "x = 1"},
+                                {"data-collection": "public\\.(?=x)", "filter": "x = 1"}]},
+     "data.additional-conditions[1].data-collection: 'public\\\\.(?=x)' is not a valid regular expression "
+     f"(invalid perl operator: (?=); accepted: {RE2_ACCEPTED} (case-insensitive), e.g. \"public\\\\.orders\""),
+    ({"data-collections": ["public\\.t(\\1)"], "type": "blocking"},
+     "data.data-collections[0]: 'public\\\\.t(\\\\1)' is not a valid regular expression (invalid escape "
+     f"sequence: \\1); accepted: {RE2_ACCEPTED} (case-sensitive), e.g. \"public\\\\.orders\""),
+    ({"data-collections": ["x" * 4097]},
+     "data.data-collections[0]: '" + "x" * 56 + "... is not a valid regular expression (4097 characters, more "
+     f"than 4096); accepted: {RE2_ACCEPTED} (case-sensitive), e.g. \"public\\\\.orders\""),
     ({"data-collections": ["a"], "additional-condition": "id > 5"},
      "data.additional-condition: unknown key (the singular additional-condition was removed in Debezium 3.0; "
      "use additional-conditions: [{data-collection, filter}]); accepted: execute-snapshot data keys: "

@@ -22,10 +22,17 @@ Properties, for every interleaving:
   later change of the row is emitted after its READ, or suppressed it);
 * within one run of the engine, no streamed event of a key emitted after its READ is older than the
   READ (re-streaming after a restart may repeat older events: at-least-once).
+
+Table shapes: an integer, a composite ``(int, text)`` and a text primary key, and two keyless tables
+chunked by another key: a ``surrogate-key`` column (the signal's) and a composite
+``message.key.columns`` override. A keyless table's change events have an empty message key and, with
+``REPLICA IDENTITY FULL``/``USING INDEX``, a before image; a key change there is one update (before:
+old key, after: new key), not a delete and a create.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +42,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from signaller.config import config_from_mapping
+from signaller.errors import TransientSourceError
 from signaller.model import ChangeEvent, Op, TableId
 from signaller.signals.filters import compile_filter
 from signaller.signals.model import (
+    AdditionalCondition,
     ExecuteSnapshot,
     PauseSnapshot,
     ResumeSnapshot,
@@ -80,6 +89,10 @@ class Shape:
     columns: tuple[tuple[str, int, str], ...]
     key: tuple[str, ...]
     keys: st.SearchStrategy[tuple[Any, ...]]
+    primary: bool = True
+    """Whether ``key`` is the primary key; if not, the table has none and is chunked by ``key`` given
+    as ``surrogate`` (the signal's ``surrogate-key``) or by ``message.key.columns``."""
+    surrogate: str | None = None
 
     def key_text(self, key: tuple[Any, ...]) -> tuple[str, ...]:
         return tuple(str(part) for part in key)
@@ -93,14 +106,18 @@ class Shape:
         return (*self.key_text(key), value)
 
     def relation(self) -> Relation:
-        return Relation(16384, TABLE.schema, TABLE.table, "d",
-                        tuple(RelationColumn(1 if name in self.key else 0, name, oid, -1)
+        return Relation(16384, TABLE.schema, TABLE.table, "d" if self.primary else "f",
+                        tuple(RelationColumn(1 if name in self.key and self.primary else 0, name, oid, -1)
                               for name, oid, _ in self.columns))
 
     def info(self) -> TableInfo:
         return TableInfo(TABLE, 16384, self.relation(), {name: sql for name, _, sql in self.columns},
-                         frozenset(self.key), self.key, frozenset(self.key[:1]) if len(self.key) == 1 else frozenset(),
-                         None)
+                         frozenset(self.key), self.key if self.primary else (),
+                         frozenset(self.key[:1]) if len(self.key) == 1 else frozenset(), None)
+
+    def key_row(self, key: tuple[Any, ...]) -> tuple[str | None, ...]:
+        """A before image carrying only the key columns (``REPLICA IDENTITY USING INDEX``)."""
+        return self.row_text(key, None)
 
 
 SHAPES = {
@@ -110,10 +127,20 @@ SHAPES = {
                        st.tuples(st.integers(0, 3), st.sampled_from(["", "a", "ab", "b", "B", "z z", "é", "a'b"]))),
     "text": Shape("text", (("k", TEXT, "text"), ("val", TEXT, "text")), ("k",),
                   st.tuples(st.text(alphabet="abAB _é'", max_size=3))),
+    "surrogate": Shape("surrogate", (("uid", INT4, "integer"), ("val", TEXT, "text")), ("uid",),
+                       st.tuples(st.integers(0, 30)), primary=False, surrogate="uid"),
+    "keyless-composite": Shape("keyless-composite", (("a", INT4, "integer"), ("b", TEXT, "text"),
+                                                     ("val", TEXT, "text")), ("a", "b"),
+                               st.tuples(st.integers(0, 3), st.sampled_from(["", "a", "B", "z z", "é"])),
+                               primary=False),
 }
 
 
 # --- the simulated database and log ------------------------------------------------------------------------
+
+
+Change4 = tuple[str, tuple[Any, ...], str | None, tuple[Any, ...] | None]
+"""``(op, key, value, old key)``: op c/u/d, or k (a keyless table's key change: ``old key`` -> ``key``)."""
 
 
 @dataclass
@@ -122,7 +149,7 @@ class Tx:
 
     xid: int
     pos: int
-    changes: tuple[tuple[str, tuple[Any, ...], str | None], ...] = ()
+    changes: tuple[Change4, ...] = ()
     marker: WindowMarker | None = None
 
 
@@ -160,17 +187,19 @@ class Database:
         self.pending: list[int] = []
         self.serial = 0
 
-    def commit(self, changes: list[tuple[str, tuple[Any, ...], str | None]], xid: int | None = None) -> None:
+    def commit(self, changes: list[Change4], xid: int | None = None) -> None:
         if xid is None:
             xid = self.next_xid
             self.next_xid += 1
         else:
             self.pending.remove(xid)
         pos = len(self.log) + 1
-        for op, key, value in changes:
+        for op, key, value, old in changes:
             if op == "d":
                 del self.table[key]
             else:
+                if old is not None:
+                    del self.table[old]
                 assert value is not None
                 self.table[key] = value
                 self.written_at[value] = pos
@@ -267,6 +296,8 @@ class Simulation:
             "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t",
             "incremental.snapshot.chunk.size": str(chunk_size),
         }
+        if not shape.primary and shape.surrogate is None:
+            properties["message.key.columns"] = "public.t:" + ",".join(shape.key)
         if read_only:
             properties["read.only"] = "true"
         else:
@@ -309,9 +340,9 @@ class Simulation:
         self.stored.append(Stored(pos, self.engine.state, len(self.emitted)))
 
     # writers
-    def _changes(self) -> list[tuple[str, tuple[Any, ...], str | None]]:
+    def _changes(self) -> list[Change4]:
         draw, db = self.data.draw, self.db
-        out: list[tuple[str, tuple[Any, ...], str | None]] = []
+        out: list[Change4] = []
         table = dict(db.table)
         for kind in draw(CHANGE_KINDS):
             if kind in ("update", "delete", "rekey") and table:
@@ -320,17 +351,22 @@ class Simulation:
             else:
                 key, kind = draw(self.shape.keys), "insert"
             if kind == "delete":
-                out.append(("d", key, None))
+                out.append(("d", key, None, None))
                 del table[key]
                 continue
             if kind == "rekey":
                 new_key = draw(self.shape.keys)
                 if new_key not in table:
-                    out.append(("d", key, None))
                     del table[key]
-                    key = new_key
+                    value = db.new_value()
+                    if self.shape.primary:  # the reader splits a primary-key change into d + c
+                        out.extend([("d", key, None, None), ("c", new_key, value, None)])
+                    else:
+                        out.append(("k", new_key, value, key))
+                    table[new_key] = value
+                    continue
             value = db.new_value()
-            out.append(("u" if key in table else "c", key, value))
+            out.append(("u" if key in table else "c", key, value, None))
             table[key] = value
         return out
 
@@ -361,13 +397,17 @@ class Simulation:
         self.cursor += 1
         if tx.marker is not None:
             self.engine.on_marker(tx.marker, (tx.pos, tx.pos))
-        for op, key, value in tx.changes:
-            text = self.shape.row_text(key, value)
-            row = row_from_tuple(self.plan, text)
+        for op, key, value, old in tx.changes:
+            row = row_from_tuple(self.plan, self.shape.row_text(key, value))
             before, after = (row, None) if op == "d" else (None, row)
-            event = ChangeEvent(Op(op), TABLE, before, after, tx.pos, tx.pos, tx.pos - 1, tx.xid, 0)
+            if not self.shape.primary and op in ("u", "k"):  # the old row's key columns (replica identity)
+                before = row_from_tuple(self.plan, self.shape.key_row(key if old is None else old))
+            event = ChangeEvent(Op.UPDATE if op == "k" else Op(op), TABLE, before, after, tx.pos, tx.pos,
+                                tx.pos - 1, tx.xid, 0)
             self.engine.on_stream_change(Change(event, self.plan))
-            self.emitted.append(Rec("stream", op, key, value, tx.pos, self.run))
+            if old is not None:  # as the topic shows a keyless key change: the old row goes, the new one comes
+                self.emitted.append(Rec("stream", "d", old, None, tx.pos, self.run))
+            self.emitted.append(Rec("stream", "u" if op == "k" else op, key, value, tx.pos, self.run))
         self._store(tx.pos)
         return True
 
@@ -384,7 +424,7 @@ class Simulation:
         self.signals += 1
         signal_id = f"s{self.signals}"
         actions = {
-            "execute": ExecuteSnapshot(signal_id, ("public\\.t",)),
+            "execute": ExecuteSnapshot(signal_id, ("public\\.t",), surrogate_key=self.shape.surrogate),
             "pause": PauseSnapshot(signal_id),
             "resume": ResumeSnapshot(signal_id),
             "stop": StopSnapshot(signal_id),
@@ -580,3 +620,189 @@ def test_stopping_a_paused_snapshot_does_not_leave_the_next_one_paused() -> None
     sim.drain()
     check(sim)
     assert sum(1 for rec in sim.emitted if rec.kind == "read") >= 6
+
+
+# --- row identity, lost-row accounting, blocking snapshots, apply never raises ----------------------------
+
+
+def test_window_keeps_rows_sharing_an_identity_and_says_how_many_an_eviction_removed() -> None:
+    window: Window[str] = Window()
+    window.fill("c1", "public.t", [((1,), "a"), ((), "b"), ((), "c"), ((2,), "d")])
+    assert len(window) == 4
+    assert window.open("c1-open")
+    assert window.on_stream_key("public.t", ()) == 2
+    assert window.close("c1-close") == ["a", "d"]
+
+
+def _scripted(shape: str, rows: int, chunk_size: int) -> Simulation:
+    sim = Simulation(_NoDraws(), SHAPES[shape], False, chunk_size,  # type: ignore[arg-type]
+                     {(n,): f"i{n}" for n in range(rows)})
+    sim.writes_allowed = False
+    return sim
+
+
+def _run_to_end(sim: Simulation) -> None:
+    for _ in range(1_000):
+        while sim.stream_one():
+            pass
+        if not sim.engine.state.running and not sim.engine._window.pending:
+            return
+        sim.tick()
+    raise AssertionError("the snapshot did not finish")
+
+
+def _scans(sim: Simulation) -> list[dict[str, str]]:
+    return [dict(rec.note.additional_data) for rec in sim.emitted
+            if rec.note is not None and rec.note.type == "TABLE_SCAN_COMPLETED"]
+
+
+def test_surrogate_key_snapshot_of_a_keyless_table_emits_every_row() -> None:
+    sim = _scripted("surrogate", 300, 10)
+    sim.signal("execute")
+    _run_to_end(sim)
+    reads = [rec.key for rec in sim.emitted if rec.kind == "read"]
+    assert sorted(reads) == [(n,) for n in range(300)]
+    assert _scans(sim)[-1]["status"] == "SUCCEEDED" and _scans(sim)[-1]["total_rows_scanned"] == "300"
+
+
+def test_rows_lost_inside_a_window_never_report_succeeded(caplog: pytest.LogCaptureFixture) -> None:
+    """A chunk whose key does not tell two rows apart (here the SELECT returns row 1 twice): one streamed
+    change of that key removes both, so one row was neither emitted nor superseded: SQL_EXCEPTION."""
+    sim = _scripted("int", 3, 10)
+    source = sim.engine._source
+    read = source._read  # type: ignore[attr-defined]
+
+    def duplicating(lower: Key | None, upper: Key | None, limit: int) -> list[tuple[str | None, ...]]:
+        return [copy for row in read(lower, upper, limit) for copy in ([row, row] if row[0] == "1" else [row])]
+
+    def between(stage: str) -> None:
+        if stage == "after-read" and not sim.db.log[-1].changes:
+            sim.db.commit([("u", (1,), "changed", None)])
+
+    source._read = duplicating  # type: ignore[attr-defined]
+    source.between = between  # type: ignore[attr-defined]
+    sim.signal("execute")
+    _run_to_end(sim)
+    assert _scans(sim)[-1]["status"] == "SQL_EXCEPTION", _scans(sim)
+    assert "public.t lost rows: the chunk queries read 4 rows but 2 were emitted and 1 superseded" in caplog.text
+
+
+class _BlockingSource:
+    """A chunk source for blocking snapshots: counts the rows it handed out."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.rows_read = 0
+
+    def tables(self) -> list[TableId]:
+        return [TABLE, TableId("public", "u")]
+
+    def describe(self, table: TableId) -> TableInfo | None:
+        info = self.db.shape.info()
+        return TableInfo(table, info.oid, info.relation, info.sql_types, info.not_null, info.primary_key,
+                         info.unique_columns, None)
+
+    def read_chunk(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
+                   limit: int) -> list[tuple[str | None, ...]]:
+        assert upper is None
+        shape = self.db.shape
+        rows = [(*shape.row_text(k, self.db.table[k]), *shape.key_text(k)) for k in self.db.rows(lower, None, limit)]
+        self.rows_read += len(rows)
+        return rows
+
+
+@pytest.mark.parametrize("rows", [1, 2, 12, 25])
+def test_blocking_snapshot_emits_chunk_by_chunk_with_debezium_flags(rows: int) -> None:
+    """Two tables (the same rows), chunk size 4: every row once, in key order, with first /
+    first_in_data_collection / true / last_in_data_collection / last, and never more than two chunks
+    read ahead of what was emitted."""
+    sim = _scripted("int", rows, 4)
+    source = _BlockingSource(sim.db)
+    emitted: list[tuple[str, int, str]] = []
+    ahead: list[int] = []
+
+    def emit(change: Change) -> None:
+        event = change.event
+        assert event.op is Op.READ and event.after is not None and event.snapshot is not None
+        emitted.append((event.table.table, event.after["id"], event.snapshot))
+        ahead.append(source.rows_read - len(emitted))
+
+    config = config_from_mapping({
+        "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
+        "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t,public.u",
+        "incremental.snapshot.chunk.size": "4"}, env={})
+    engine = IncrementalSnapshotter(config, source, modes_of(config), RelationCache(),  # type: ignore[arg-type]
+                                    emit, sim._notify, compile_filter)
+    action = ExecuteSnapshot("b1", ("public\\.t", "public\\.u"), "blocking")
+    outcome = engine.apply(Signal("b1", "execute-snapshot", {}, "http"), action)
+    assert outcome.accepted, outcome.reason
+    expected = []
+    for table in ("t", "u"):
+        for n in range(rows):
+            flag = "true"
+            if table == "t" and n == 0:
+                flag = "first"
+            elif table == "u" and n == rows - 1:
+                flag = "last"
+            elif n == 0:
+                flag = "first_in_data_collection"
+            elif n == rows - 1:
+                flag = "last_in_data_collection"
+            expected.append((table, n, flag))
+    assert emitted == expected
+    assert max(ahead) <= 2 * 4 - 1, f"rows read but not yet emitted reached {max(ahead)}"
+    scans = _scans(sim)
+    assert [(s["scanned_collection"], s["total_rows_scanned"], s["status"]) for s in scans] == [
+        ("public.t", str(rows), "SUCCEEDED"), ("public.u", str(rows), "SUCCEEDED")]
+
+
+@pytest.mark.parametrize(("action", "reason"), [
+    (ExecuteSnapshot("x1", ("public\\.t",), "blocking", (AdditionalCondition("(", "val = 'a'"),)),
+     "additional-conditions[0].data-collection: '(' is not a valid regular expression (missing ): ()"),
+    (ExecuteSnapshot("x1", ("public\\.t[",)),
+     "data-collections[0]: 'public\\\\.t[' is not a valid regular expression (missing ]: [)"),
+    (StopSnapshot("x1", ("(?<!a)b",)),
+     "data-collections[0]: '(?<!a)b' is not a valid regular expression (invalid perl operator: (?<!)"),
+])
+def test_patterns_the_parser_did_not_check_are_rejected_not_raised(action: object, reason: str) -> None:
+    sim = _scripted("int", 3, 4)
+    outcome = sim.engine.apply(Signal("x1", "execute-snapshot", {}, "file"), action)
+    assert not outcome.accepted and outcome.reason.startswith(reason), outcome.reason
+
+
+def test_a_catastrophic_pattern_is_answered_at_once() -> None:
+    """``(?:.|.|.)*X`` against a 23-character table name: minutes of backtracking with Python's ``re``."""
+    sim = _scripted("int", 3, 4)
+    long_table = TableId("public", "orders_by_region")
+    config = config_from_mapping({
+        "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
+        "kafka.bootstrap.servers": "localhost:9092", "table.include.list": str(long_table)}, env={})
+    sim.engine._source.tables = lambda: [long_table]  # type: ignore[method-assign]
+    engine = IncrementalSnapshotter(config, sim.engine._source, modes_of(config), RelationCache(), sim._emit_read,
+                                    sim._notify, compile_filter)
+    started = time.monotonic()
+    outcome = engine.apply(Signal("x1", "execute-snapshot", {}, "http"), ExecuteSnapshot("x1", ("(?:.|.|.)*X",)))
+    assert time.monotonic() - started < 1.0
+    assert not outcome.accepted and "matches no captured table" in outcome.reason
+
+
+def test_apply_never_raises(caplog: pytest.LogCaptureFixture) -> None:
+    sim = _scripted("int", 3, 4)
+
+    def broken(table: TableId) -> TableInfo | None:
+        raise KeyError("relkind")
+
+    sim.engine._source.describe = broken  # type: ignore[method-assign]
+    outcome = sim.engine.apply(Signal("x9", "execute-snapshot", {}, "kafka"), ExecuteSnapshot("x9", ("public\\.t",)))
+    assert not outcome.accepted
+    assert outcome.reason.startswith("signal 'x9' (execute-snapshot) could not be applied: internal error KeyError")
+    assert "Traceback" in caplog.text and "signal x9 (execute-snapshot) could not be applied" in caplog.text
+
+    def unreachable(table: TableId) -> TableInfo | None:
+        raise TransientSourceError("connection refused")
+
+    sim.engine._source.describe = unreachable  # type: ignore[method-assign]
+    outcome = sim.engine.apply(Signal("x10", "execute-snapshot", {}, "kafka"),
+                               ExecuteSnapshot("x10", ("public\\.t",)))
+    assert outcome.reason == "could not check the signal against the database: connection refused"
+    assert not sim.engine.state.running
