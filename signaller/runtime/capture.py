@@ -44,6 +44,7 @@ from signaller.sources.postgres.reader import (
     TxBegin,
     TxCommit,
 )
+from signaller.sources.postgres.types import UNREPRESENTABLE
 from signaller.state import Offsets, OffsetStore, open_store
 
 log = logging.getLogger("signaller.capture")
@@ -313,6 +314,8 @@ class CaptureLoop:
             for (table, op), count in self._event_counts.items():
                 self.metrics.count_events(table, op, count)
             self._event_counts.clear()
+            for (table, column, kind), count in UNREPRESENTABLE.drain().items():
+                self.metrics.count_unrepresentable(table, column, kind, count)
             if self.stats.last_commit_ts_us:
                 self.metrics.acknowledged(self.stats.committed_lsn, self.stats.last_commit_ts_us / 1e6)
         if self.control is None:
