@@ -11,6 +11,11 @@ Metrics (names as exposed):
 * ``signaller_snapshot_rows_total{table}``: rows emitted by incremental snapshots (READ events).
 * ``signaller_signals_total{channel,outcome}``: signals received, by channel and outcome
   (``accepted``, ``rejected``, ``invalid``, ``timeout``...).
+* ``signaller_values_unrepresentable_total{table,column,kind}``: captured values the configured mode
+  cannot express, published as null (or a NOT NULL column's default/zero) instead (``kind``: ``nan``,
+  ``infinity``, ``multidimensional_array``, ``out_of_range``).
+* ``signaller_records_skipped_total{topic,reason}``: records not produced under
+  ``event.processing.failure.handling.mode=warn|skip`` (``reason``: ``too_large``).
 * ``signaller_committed_lsn``: the last LSN confirmed to PostgreSQL (as a float: exact up to 2**53).
 * ``signaller_streaming_lag_seconds``: at the last acknowledgement, now minus the commit time of the
   last acknowledged event (Debezium's ``MilliSecondsBehindSource``, in seconds); it is not advanced
@@ -49,6 +54,12 @@ class MetricsRegistry:
                                       ["table"], registry=self.registry)
         self._signals = Counter("signaller_signals", "Signals received, by channel and outcome.",
                                 ["channel", "outcome"], registry=self.registry)
+        self._unrepresentable = Counter("signaller_values_unrepresentable",
+                                        "Captured values the configured mode cannot express, written as null.",
+                                        ["table", "column", "kind"], registry=self.registry)
+        self._skipped = Counter("signaller_records_skipped", "Records not produced (event.processing.failure."
+                                "handling.mode=warn|skip), by topic and reason.", ["topic", "reason"],
+                                registry=self.registry)
         self._committed_lsn = Gauge("signaller_committed_lsn", "Last LSN confirmed to PostgreSQL.",
                                     registry=self.registry)
         self._lag = Gauge("signaller_streaming_lag_seconds",
@@ -92,6 +103,14 @@ class MetricsRegistry:
         if child is None:
             child = self._signal_children.setdefault(key, self._signals.labels(channel, outcome))
         child.inc()
+
+    def count_unrepresentable(self, table: str, column: str, kind: str, count: int = 1) -> None:
+        """Add ``count`` (>= 0) values of ``table``.``column`` that could not be expressed (``kind``)."""
+        self._unrepresentable.labels(table, column, kind).inc(count)
+
+    def count_skipped_record(self, topic: str, reason: str) -> None:
+        """Count one record of ``topic`` that was not produced for ``reason`` (``too_large``)."""
+        self._skipped.labels(topic, reason).inc()
 
     # -- gauges and histogram --------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from signaller.config.values import (
     AutoCreateMode,
     BinaryHandlingMode,
     DecimalHandlingMode,
+    EventProcessingFailureHandlingMode,
     HStoreHandlingMode,
     IntervalHandlingMode,
     KeyColumns,
@@ -125,6 +126,7 @@ class SignallerConfig:
     unavailable_value_placeholder: str
     skipped_operations: frozenset[str]
     provide_transaction_metadata: bool
+    event_processing_failure_handling_mode: EventProcessingFailureHandlingMode
     skip_messages_without_change: bool
     topic_prefix: str
     topic_delimiter: str
@@ -247,6 +249,8 @@ class SignallerConfig:
 
         Then the shared client settings, then ``producer.*`` and ``producer.override.*`` (prefix
         stripped) override, as Kafka Connect applies worker and per-connector producer settings.
+        The Java producer's ``max.request.size`` becomes librdkafka's ``message.max.bytes``
+        (unless that is set too): librdkafka refuses the Java name.
         """
         config: ClientConfig = {
             "enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4",
@@ -254,6 +258,8 @@ class SignallerConfig:
         config.update(self.kafka_client_config())
         config.update(self._family("producer."))
         config.update(self._family("producer.override."))
+        if "max.request.size" in config:  # the Java producer's name for librdkafka's message.max.bytes
+            config.setdefault("message.max.bytes", config.pop("max.request.size"))
         return config
 
     def signal_consumer_config(self) -> ClientConfig:

@@ -151,6 +151,14 @@ class NotificationChannel(StrEnum):
     LOG = "log"
 
 
+class EventProcessingFailureHandlingMode(StrEnum):
+    """``event.processing.failure.handling.mode`` (Debezium's ``ignore`` is read as ``skip``)."""
+
+    FAIL = "fail"
+    WARN = "warn"
+    SKIP = "skip"
+
+
 class OffsetStorage(StrEnum):
     """``offset.storage`` (signaller's own): where connector offsets are committed."""
 

@@ -22,7 +22,7 @@ from signaller.api.metrics import MetricsRegistry
 from signaller.config import SignallerConfig
 from signaller.errors import SinkError, TerminalSinkError, TransientSinkError, TransientSourceError
 from signaller.model import Op, format_lsn
-from signaller.sinks.kafka import KafkaSink, TopicManager
+from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
 from signaller.sinks.serde.json_converter import (
     EnvelopeSerializer,
     heartbeat_key,
@@ -33,6 +33,7 @@ from signaller.sinks.serde.json_converter import (
     transaction_end_value,
     transaction_key,
 )
+from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
 from signaller.sources.postgres.catalog import Catalog
@@ -44,6 +45,7 @@ from signaller.sources.postgres.reader import (
     TxBegin,
     TxCommit,
 )
+from signaller.sources.postgres.types import UNREPRESENTABLE
 from signaller.state import Offsets, OffsetStore, open_store
 
 log = logging.getLogger("signaller.capture")
@@ -178,7 +180,7 @@ class CaptureLoop:
         reader = PostgresLogReader(config, catalog)
         sink = KafkaSink(config.producer_config(), TopicManager(
             config.kafka_client_config(), config.topic_creation_default_partitions,
-            config.topic_creation_default_replication_factor))
+            config.topic_creation_default_replication_factor), config.event_processing_failure_handling_mode.value)
         from signaller.runtime.snapshots import SnapshotCoordinator
 
         snapshots = SnapshotCoordinator(config, catalog, sink, lambda change: self._send(sink, change, None),
@@ -240,6 +242,8 @@ class CaptureLoop:
                     snapshots.on_message(item, item.last_commit_lsn)
             sink.poll(0)
             if not in_tx:
+                if sink.skipped:
+                    self._report_skipped(sink, snapshots)
                 snapshots.tick(reader.wal_end, reader.last_commit_lsn)
             now = time.monotonic()
             if heartbeat_every and now >= next_heartbeat and not in_tx:
@@ -282,6 +286,17 @@ class CaptureLoop:
         if self._on_change is not None:
             self._on_change(change)
 
+    def _report_skipped(self, sink: KafkaSink, snapshots: Any) -> None:
+        """A notification and a metric for each record the sink left out (warn/skip mode)."""
+        for record in sink.take_skipped():
+            if self.metrics is not None:
+                self.metrics.count_skipped_record(record.topic, "too_large")
+            snapshots.notify(notes.make(
+                "RECORD_SKIPPED", None, self.config.topic_prefix, EVENT_PROCESSING, reason="too_large",
+                topic=record.topic, data_collection=record.table or "", key=record.key_text,
+                lsn=format_lsn(record.lsn) if record.lsn is not None else "", size=str(record.size),
+                limit=str(record.limit), limit_setting=record.limit_setting))
+
     def _heartbeat(self, reader: PostgresLogReader, sink: KafkaSink) -> None:
         """A heartbeat record; once delivered, the offset may move to the server's WAL position
         even if no captured table changed, so an idle database does not pin WAL."""
@@ -313,6 +328,8 @@ class CaptureLoop:
             for (table, op), count in self._event_counts.items():
                 self.metrics.count_events(table, op, count)
             self._event_counts.clear()
+            for (table, column, kind), count in UNREPRESENTABLE.drain().items():
+                self.metrics.count_unrepresentable(table, column, kind, count)
             if self.stats.last_commit_ts_us:
                 self.metrics.acknowledged(self.stats.committed_lsn, self.stats.last_commit_ts_us / 1e6)
         if self.control is None:

@@ -256,6 +256,11 @@ class SnapshotCoordinator:
     def _emit_read(self, change: Change) -> None:
         self._send(change)
 
+    def notify(self, notification: notes.Notification) -> None:
+        """Send ``notification`` on the enabled channels; call it outside a transaction."""
+        with self._adhoc_group():
+            self._notify(notification)
+
     def _notify(self, notification: notes.Notification) -> None:
         if self._log_notifications or self._notification_topic is None:
             notes.log_notification(notification)

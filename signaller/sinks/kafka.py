@@ -7,6 +7,19 @@ transaction, was delivered. ``safe_position()`` is the ``end_lsn`` of the newest
 transaction, the only value the runtime may store as its offset and confirm to PostgreSQL. A
 delivery error makes the sink *failed*: ``raise_if_failed()`` raises and the runtime restarts
 from the stored offset, so nothing after the failure is ever acknowledged.
+
+Records too large for Kafka (``event.processing.failure.handling.mode``): before producing, a
+record's size (key + value bytes) is compared with the producer's ``message.max.bytes`` and the
+topic's ``max.message.bytes`` (read once per topic, less a batch-framing margin); librdkafka's
+own ``MSG_SIZE_TOO_LARGE`` from ``produce()`` is treated the same way. With ``fail`` (Debezium's
+default) ``send`` raises :class:`TerminalSinkError` naming the topic, table, key, LSN, size,
+limit and the settings to change. With ``warn``/``skip`` the record is not produced and counts
+as done (it never holds back ``safe_position()``, so a restart does not retry it): a warning
+with its coordinates is logged and a :class:`SkippedRecord` is queued in ``skipped`` for the
+runtime's notification and metric. A broker that still refuses a batch as too large (the topic
+limit was lowered while running, or ``batch.size`` exceeds it) makes the sink fail terminally
+in every mode: the records of a refused batch cannot be told apart, and skipping them all
+would lose records that fit.
 """
 
 from __future__ import annotations
@@ -14,12 +27,15 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # type: ignore[attr-defined]
 
 from signaller.errors import TerminalSinkError, TransientSinkError
+from signaller.model import format_lsn
 
 log = logging.getLogger("signaller.sink")
 
@@ -37,10 +53,78 @@ class _Group:
         self.state: object | None = None
         self.callback = self.on_delivery  # one bound method per group, not one per record
 
-    def on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
+    def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         self.pending -= 1
         if err is not None:
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                self.sink._refused_by_broker(msg)
             self.sink._fail(err)
+
+
+DEFAULT_MESSAGE_MAX_BYTES = 1_000_000
+"""librdkafka's default ``message.max.bytes``."""
+BATCH_MARGIN_BYTES = 256
+"""Record-batch framing a record needs besides its key and value, kept free below the topic limit."""
+FAILURE_MODE_SETTING = "event.processing.failure.handling.mode"
+EVENT_PROCESSING = "Event Processing"
+"""Notification aggregate of ``RECORD_SKIPPED`` (a record left out under warn/skip)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    """A record left out under ``warn``/``skip``: where it would have gone and why."""
+
+    topic: str
+    key: bytes | None
+    size: int
+    limit: int
+    limit_setting: str
+    table: str | None
+    lsn: int | None
+
+    @property
+    def key_text(self) -> str:
+        """The key's payload as text, cut to 200 characters (keys are data, not secrets)."""
+        return _key_text(self.key)
+
+    def coordinates(self) -> str:
+        lsn = format_lsn(self.lsn) if self.lsn is not None else "n/a"
+        return (f"topic {self.topic!r}, table {self.table or 'n/a'}, key {self.key_text}, LSN {lsn}, "
+                f"{self.size} bytes > limit {self.limit} ({self.limit_setting})")
+
+
+def _key_text(key: bytes | None) -> str:
+    if key is None:
+        return "null"
+    try:
+        parsed = orjson.loads(key)
+        if isinstance(parsed, dict) and "schema" in parsed and "payload" in parsed:
+            parsed = parsed["payload"]
+        text = orjson.dumps(parsed).decode()
+    except orjson.JSONDecodeError:
+        text = key.decode("utf-8", "replace")
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _source_of(value: bytes | None) -> tuple[str | None, int | None]:
+    """``(schema.table, lsn)`` of a Debezium change event's ``source`` block, else Nones."""
+    if value is None:
+        return None, None
+    try:
+        parsed = orjson.loads(value)
+        payload = parsed.get("payload", parsed) if isinstance(parsed, dict) else None
+        source = payload.get("source") if isinstance(payload, dict) else None
+        if not isinstance(source, dict):
+            return None, None
+        lsn = source.get("lsn")
+        return f"{source.get('schema')}.{source.get('table')}", lsn if isinstance(lsn, int) else None
+    except (orjson.JSONDecodeError, AttributeError):
+        return None, None
+
+
+def _too_large_error(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE
 
 
 class TopicManager:
@@ -51,6 +135,16 @@ class TopicManager:
         self._partitions = partitions
         self._replication = replication
         self._known: set[str] = set()
+
+    def message_limit(self, topic: str) -> int | None:
+        """The topic's effective ``max.message.bytes`` (its own or the broker's), None if unknown."""
+        try:
+            futures = self._admin.describe_configs([ConfigResource("topic", topic)])
+            entries = next(iter(futures.values())).result(10)
+            return int(entries["max.message.bytes"].value)
+        except Exception as exc:  # only a refinement of the producer's own check: never fatal
+            log.debug("cannot read max.message.bytes of topic %s: %s", topic, exc)
+            return None
 
     def ensure(self, topic: str) -> None:
         if topic in self._known:
@@ -74,7 +168,7 @@ class TopicManager:
 class KafkaSink:
     """One idempotent producer plus position bookkeeping. Not thread-safe."""
 
-    def __init__(self, producer_config: dict[str, Any], topics: TopicManager) -> None:
+    def __init__(self, producer_config: dict[str, Any], topics: TopicManager, failure_mode: str = "fail") -> None:
         config = {"partitioner": "murmur2_random", "queue.buffering.max.messages": 500000,
                   "queue.buffering.max.kbytes": 1048576, **producer_config}
         config.setdefault("error_cb", self._on_client_error)
@@ -87,7 +181,13 @@ class KafkaSink:
         self._safe = 0
         self._safe_state: object | None = None
         self._failure: KafkaError | None = None
+        self._failure_detail: str | None = None
         self.produced = 0
+        self._failure_mode = failure_mode
+        self._max_bytes = int(config.get("message.max.bytes", DEFAULT_MESSAGE_MAX_BYTES))
+        self._limits: dict[str, tuple[int, str]] = {}
+        self.skipped: list[SkippedRecord] = []
+        """Records left out under warn/skip, for the runtime to notify and count (it clears the list)."""
 
     # -- producing ------------------------------------------------------------------------
     def begin(self) -> None:
@@ -105,6 +205,12 @@ class KafkaSink:
         if topic not in self._ready_topics:
             self._topics.ensure(topic)
             self._ready_topics.add(topic)
+            self._limits[topic] = self._limit_for(topic)
+        size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+        limit, setting = self._limits[topic]
+        if size > limit:
+            self._too_large(SkippedRecord(topic, key, size, limit, setting, *_source_of(value)))
+            return
         group.pending += 1
         try:
             self._produce(topic, value, key, on_delivery=group.callback)
@@ -112,9 +218,48 @@ class KafkaSink:
             self._produce_when_room(topic, key, value, group)
         except KafkaException as exc:
             group.pending -= 1
+            if _too_large_error(exc):
+                self._too_large(SkippedRecord(topic, key, size, self._max_bytes, "producer.override.message.max.bytes",
+                                              *_source_of(value)))
+                return
             msg = f"cannot produce to {topic!r}: {exc}"
             raise TerminalSinkError(msg) from exc
         self.produced += 1
+
+    def _limit_for(self, topic: str) -> tuple[int, str]:
+        """The size above which a record of ``topic`` cannot be produced, and the setting that sets it."""
+        topic_limit = self._topics.message_limit(topic)
+        if topic_limit is not None and topic_limit - BATCH_MARGIN_BYTES < self._max_bytes:
+            return topic_limit - BATCH_MARGIN_BYTES, (f"the topic's max.message.bytes={topic_limit} less "
+                                                      f"{BATCH_MARGIN_BYTES} bytes of framing")
+        return self._max_bytes, "producer.override.message.max.bytes"
+
+    def _too_large(self, record: SkippedRecord) -> None:
+        """Apply ``event.processing.failure.handling.mode`` to a record Kafka would refuse."""
+        if self._failure_mode == "fail":
+            msg = (f"cannot produce a record too large for Kafka: {record.coordinates()}; raise that limit (and "
+                   f"the broker's/topic's max.message.bytes), or set {FAILURE_MODE_SETTING}=warn or skip to "
+                   "leave such records out (logged, notified and counted)")
+            raise TerminalSinkError(msg)
+        log.warning("left out a record too large for Kafka (%s=%s): %s", FAILURE_MODE_SETTING,
+                    self._failure_mode, record.coordinates(),
+                    extra={"topic": record.topic, "table": record.table, "lsn": record.lsn, "size": record.size})
+        self.skipped.append(record)
+
+    def _refused_by_broker(self, msg: Any) -> None:
+        """A delivery report MSG_SIZE_TOO_LARGE: remember which record, for the terminal error."""
+        if self._failure_detail is not None:
+            return
+        key, value = msg.key(), msg.value()
+        size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+        table, lsn = _source_of(value)
+        where = f"topic {msg.topic()!r}, table {table or 'n/a'}, key {_key_text(key)}, " \
+                f"LSN {format_lsn(lsn) if lsn is not None else 'n/a'}, {size} bytes"
+        self._failure_detail = (
+            f"the broker refused a record batch as too large ({where}); records of a refused batch "
+            "cannot be left out one by one without losing records that fit: raise the topic's "
+            "max.message.bytes (or the broker's message.max.bytes), or lower producer.override.batch.size "
+            "below it")
 
     def _produce_when_room(self, topic: str, key: bytes | None, value: bytes | None, group: _Group) -> None:
         """The producer's queue is full: serve delivery reports until the record fits."""
@@ -181,6 +326,8 @@ class KafkaSink:
         return self.safe_position()
 
     def raise_if_failed(self) -> None:
+        if self._failure_detail is not None:
+            raise TerminalSinkError(f"Kafka did not accept a record: {self._failure_detail}")
         if self._failure is not None:
             msg = f"Kafka did not accept a record: {self._failure.str()} ({self._failure.name()})"
             raise TransientSinkError(msg)
@@ -195,6 +342,11 @@ class KafkaSink:
             self._fail(err)
         else:
             log.warning("kafka client: %s", err.str())
+
+    def take_skipped(self) -> list[SkippedRecord]:
+        """The records left out since the last call (warn/skip mode)."""
+        skipped, self.skipped = self.skipped, []
+        return skipped
 
     def close(self, timeout_s: float = 10.0) -> None:
         self._producer.flush(timeout_s)

@@ -26,13 +26,16 @@ from signaller.errors import ConfigError, DecodeError
 from signaller.model import Column
 from signaller.sources.postgres.types import (
     UNAVAILABLE_VALUE_PLACEHOLDER,
+    UNREPRESENTABLE,
     ColumnCodec,
     JavaDouble,
     JavaFloat,
     TypeModes,
+    UnrepresentableValues,
     codec_for,
     parse_array_literal,
     placeholder_for,
+    unguarded,
 )
 
 pytestmark = pytest.mark.unit
@@ -208,12 +211,56 @@ def test_numeric_precise_variable_scale() -> None:
     assert c.convert("0.000") == {"scale": 0, "value": "AA=="}
 
 
-@pytest.mark.parametrize("special", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize(("special", "kind"), [("NaN", "nan"), ("Infinity", "infinity"), ("-Infinity", "infinity")])
 @pytest.mark.parametrize("typmod", [-1, numeric_typmod(5, 2)])
-def test_numeric_precise_rejects_special_values(special: str, typmod: int) -> None:
-    # [SVD] fromLogical: special values only in string/double mode, else ConnectException
-    with pytest.raises(DecodeError, match="special value"):
-        codec("numeric", typmod).convert(special)
+def test_numeric_precise_special_values_become_null_and_are_counted(special: str, kind: str, typmod: int) -> None:
+    # Issue 10 finding 5: [SVD] precise mode cannot express NaN/Infinity; Debezium logs and
+    # writes null and keeps streaming. Before the fix this raised DecodeError (a terminal error).
+    UNREPRESENTABLE.drain()
+    c = codec_for(Column("amount", 0, "numeric", typmod), DEFAULT, table="public.odd")
+    assert c.convert(special) is None
+    assert UNREPRESENTABLE.drain() == {("public.odd", "amount", kind): 1}
+
+
+def test_numeric_precise_special_value_in_not_null_column_gets_zero_or_default() -> None:
+    # A null in a required field fails Kafka's JsonConverter ("Invalid null value for required
+    # field"); [JVC] convertValue falls back to the schema default, else the type's zero.
+    fixed = codec("numeric", numeric_typmod(5, 2), optional=False)
+    assert unscaled_of(fixed.convert("NaN")) == 0
+    variable = codec("numeric", optional=False)
+    assert variable.convert("Infinity") == {"scale": 0, "value": "AA=="}
+    defaulted = codec("numeric", numeric_typmod(5, 2), optional=False, default_text="1.50")
+    assert unscaled_of(defaulted.convert("-Infinity")) == 150
+    UNREPRESENTABLE.drain()
+
+
+def test_inexpressible_value_warnings_are_rate_limited_per_table_column_kind(
+        caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    report = UnrepresentableValues(interval_s=60.0, clock=lambda: now[0])
+    with caplog.at_level("WARNING", logger="signaller.values"):
+        for _ in range(1000):
+            report.record("public.t", "amount", "nan", "NaN cannot be expressed")
+        report.record("public.t", "amount", "infinity", "Infinity cannot be expressed")
+        report.record("public.t", "other", "nan", "NaN cannot be expressed")
+        now[0] = 61.0
+        report.record("public.t", "amount", "nan", "NaN cannot be expressed")
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 4, messages
+    assert messages[0] == "table public.t: NaN cannot be expressed; wrote null instead"
+    assert "999 more such value(s)" in messages[3]
+    assert report.drain() == {("public.t", "amount", "nan"): 1001, ("public.t", "amount", "infinity"): 1,
+                              ("public.t", "other", "nan"): 1}
+    assert report.drain() == {}
+
+
+def test_fast_path_converter_still_raises_so_the_reader_retries_through_convert() -> None:
+    # The fused pgoutput reader calls unguarded(convert) and, on any error, convert itself.
+    c = codec("numeric")
+    with pytest.raises(DecodeError):
+        unguarded(c.convert)("NaN")
+    assert unguarded(c.convert)("1.5") == c.convert("1.5")
+    UNREPRESENTABLE.drain()
 
 
 def test_numeric_double_mode() -> None:
@@ -404,6 +451,27 @@ def test_timestamp_before_epoch_and_bc() -> None:
     # 44 BC is proleptic year -43; shifting by one 400-year cycle (146097 days) lands in 357 AD
     epoch_day = date(357, 3, 15).toordinal() - date(1970, 1, 1).toordinal() - 146097
     assert c.convert("0044-03-15 12:00:00 BC") == (epoch_day * 86400 + 43200) * 1_000_000
+
+
+def test_timestamp_beyond_int64_micros_is_null_not_a_crash() -> None:
+    # PostgreSQL's timestamp range ends in 294276; epoch µs overflow int64 after 294247-01-10,
+    # which orjson (and Java's long) cannot hold: null + warning. Milliseconds still fit.
+    UNREPRESENTABLE.drain()
+    text = "294276-12-31 23:59:59.999999"
+    assert codec("timestamp").convert(text) is None
+    assert codec("timestamp", optional=False).convert(text) == 0
+    assert codec("timestamp", 3).convert(text) == 9224318015999999
+    assert codec("timestamp").convert("294247-01-10 04:00:54.775807") == 2**63 - 1
+    assert UNREPRESENTABLE.drain() == {("", "c", "out_of_range"): 2}
+
+
+def test_interval_micro_duration_saturates_like_javas_long_cast() -> None:
+    # [MD] durationMicros returns (long) of a double: Java saturates, Python ints would not fit
+    # orjson's 64 bits and stop the stream at serialization.
+    c = codec("interval")
+    assert c.convert("178000000 years") == 2**63 - 1
+    assert c.convert("-178000000 years") == -(2**63)
+    assert c.convert("2147483647 days 2562047788:00:54.775807") == 2**63 - 1
 
 
 def test_timestamp_infinity() -> None:
@@ -619,9 +687,29 @@ def test_array_literal_errors(literal: str) -> None:
         parse_array_literal(literal)
 
 
-def test_multidimensional_array_value_is_a_decode_error() -> None:
-    with pytest.raises(DecodeError, match="multi-dimensional"):
-        codec("_int4").convert("{{1,2},{3,4}}")
+@pytest.mark.parametrize("literal", ["{{1,2},{3,4}}", "[1:2][1:2]={{1,2},{3,4}}", "{ {1},{2} }"])
+def test_multidimensional_array_becomes_null_and_is_counted(literal: str) -> None:
+    # Issue 10 finding 5: the schema is "array of int32"; a nested list would not fit it, so as
+    # Debezium the value is null (an empty array in a NOT NULL column). Was a DecodeError.
+    UNREPRESENTABLE.drain()
+    c = codec_for(Column("grid", 0, "_int4"), DEFAULT, table="public.odd")
+    assert c.schema["items"] == {"type": "int32", "optional": True}
+    assert c.convert(literal) is None
+    assert codec("_int4", optional=False).convert(literal) == []
+    assert UNREPRESENTABLE.drain()[("public.odd", "grid", "multidimensional_array")] == 1
+
+
+def test_malformed_one_dimensional_array_text_is_still_a_decode_error() -> None:
+    with pytest.raises(DecodeError, match="malformed"):
+        codec("_int4").convert("{1,,2}")
+
+
+def test_array_element_the_mode_cannot_express_becomes_a_null_element() -> None:
+    UNREPRESENTABLE.drain()
+    c = codec_for(Column("xs", 0, "_numeric"), DEFAULT, table="public.odd")
+    assert c.convert("{1,NaN,-Infinity,NULL}") == [{"scale": 0, "value": "AQ=="}, None, None, None]
+    assert UNREPRESENTABLE.drain() == {("public.odd", "xs", "nan"): 1, ("public.odd", "xs", "infinity"): 1}
+    assert codec("_numeric", modes=TypeModes(decimal_handling="string")).convert("{NaN}") == ["NAN"]
 
 
 def _pg_array_out(elements: list[str | None]) -> str:

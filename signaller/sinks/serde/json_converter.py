@@ -425,7 +425,7 @@ class EnvelopeSerializer:
         connector_version: str = DEBEZIUM_VERSION,
     ) -> EnvelopeSerializer:
         """Build the codecs with :func:`~signaller.sources.postgres.types.codec_for`, then the serializer."""
-        codecs = {column.name: codec_for(column, modes) for column in table.columns}
+        codecs = {column.name: codec_for(column, modes, str(table.table_id)) for column in table.columns}
         return cls(
             table,
             codecs,

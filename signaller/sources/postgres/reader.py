@@ -166,7 +166,7 @@ def make_plan(
     is_captured = config.is_column_captured
     captured = [c for c in schema.columns if is_captured(table.schema, table.table, c.name)]
     narrowed = replace(schema, columns=tuple(captured))
-    codecs = {c.name: codec_for(c, modes) for c in captured}
+    codecs = {c.name: codec_for(c, modes, str(table)) for c in captured}
     index = {name: i for i, name in enumerate(tuple_columns)}
     slots = tuple(
         (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]))

@@ -28,8 +28,10 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``scale`` and ``connect.decimal.precision``; payload = base64 of the big-endian two's-complement
   unscaled value), or ``io.debezium.data.VariableScaleDecimal`` ``{scale, value}`` without a
   declared precision (trailing zeros stripped); ``double`` -> double; ``string`` ->
-  ``BigDecimal.toString()``. ``NaN`` is an error in ``precise`` mode, ``NaN`` (double) or
-  ``"NAN"`` (string) otherwise; ``money`` -> Decimal with scale ``money_fraction_digits``.
+  ``BigDecimal.toString()``. ``NaN``/``Infinity``/``-Infinity`` are ``NaN``/``Infinity``/
+  ``-Infinity`` (double: JSON strings, as Jackson writes them) or ``"NAN"``/
+  ``"POSITIVE_INFINITY"``/``"NEGATIVE_INFINITY"`` (string); ``precise`` cannot express them
+  (see *Inexpressible values*); ``money`` -> Decimal with scale ``money_fraction_digits``.
 * character types, ``name``, ``citext``, network and range types -> string; ``uuid``/``json``/
   ``jsonb``/``xml`` -> string named ``io.debezium.data.Uuid``/``Json``/``Json``/``Xml``; enums ->
   ``io.debezium.data.Enum`` with parameter ``allowed``; ``bit(1)`` -> boolean, longer bit strings
@@ -43,15 +45,34 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``timestamptz`` -> ``ZonedTimestamp`` (UTC, ``Z``, exactly *precision* fraction digits, 6 by
   default, none for precision 0). PostgreSQL ``infinity``/``-infinity``: timestamptz keeps the
   words, timestamp becomes ±9223372036825200000/-9223372036832400000 µs (ms: /1000), date
-  becomes Debezium's sentinel epoch days -2147472693/-2147472692.
+  becomes Debezium's sentinel epoch days -2147472693/-2147472692. A ``MicroTimestamp`` after
+  294247-01-10 exceeds int64 µs: inexpressible.
 * ``interval`` -> ``io.debezium.time.MicroDuration`` (int64 µs, 365.25/12 days a month, computed
-  in doubles as Debezium does) or, with ``interval.handling.mode=string``,
+  in doubles as Debezium does, saturated to int64 as Java's ``(long)`` cast) or, with ``interval.handling.mode=string``,
   ``io.debezium.time.Interval`` (``P<y>Y<m>M<d>DT<h>H<m>M<s>S``).
 * one-dimensional arrays of the types above (Debezium's list: not ``money``, ``name``,
   ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum items
-  are required); multi-dimensional values raise :class:`DecodeError`.
+  are required). A multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
+  column: PostgreSQL does not enforce the declared dimensions) is inexpressible: the schema says
+  "array of int32", and a nested list would break every consumer that validates against it
+  (Kafka's JsonConverter); flattening it would lose its shape silently. So, as Debezium, it
+  becomes null (see below). An element the mode cannot express (``numeric[]`` with ``NaN``)
+  becomes a null element.
 * anything else follows ``include.unknown.datatypes``: left out of events (Debezium's default),
   or, when enabled, the text's UTF-8 bytes rendered per the binary handling mode.
+
+Inexpressible values
+--------------------
+A valid PostgreSQL value the configured mode cannot express never stops capture: ``convert``
+returns null for it (Debezium logs and writes null), or, in a NOT NULL column, the schema
+default, else the type's zero (``0``, the epoch, an empty array), as Debezium's
+``JdbcValueConverters`` fall back for a required field, so the record still validates against
+its schema. Each one is counted in :data:`UNREPRESENTABLE` (``(table, column, kind)``, exported
+as ``signaller_values_unrepresentable_total``) with a warning naming table, column and kind,
+rate-limited per ``(table, column, kind)``. Kinds: ``nan``, ``infinity``,
+``multidimensional_array``, ``out_of_range``. Text PostgreSQL does not produce with its default
+output settings (``DateStyle`` other than ISO, ``bytea_output=escape``...) is still a
+:class:`DecodeError`: it is a configuration problem that concerns every row, not one value.
 
 Floating point payloads that Java would print differently from Python (outside
 ``[1e-3, 1e7)``, NaN, infinities, and every ``float4``) are returned as :class:`JavaDouble` /
@@ -62,14 +83,17 @@ Floating point payloads that Java would print differently from Python (outside
 from __future__ import annotations
 
 import binascii
+import logging
 import math
 import re
 import struct
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+from time import monotonic
 from typing import Any, Final, Literal, NamedTuple, TypeAlias, get_args
 
 from signaller.errors import ConfigError, DecodeError
@@ -77,6 +101,7 @@ from signaller.model.tables import Column
 
 __all__ = [
     "UNAVAILABLE_VALUE_PLACEHOLDER",
+    "UNREPRESENTABLE",
     "BinaryHandling",
     "ColumnCodec",
     "Converter",
@@ -86,6 +111,8 @@ __all__ = [
     "JavaFloat",
     "TimePrecision",
     "TypeModes",
+    "Unrepresentable",
+    "UnrepresentableValues",
     "codec_for",
     "parse_array_literal",
     "placeholder_for",
@@ -287,6 +314,63 @@ def _binary_node(mode: BinaryHandling) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
+class Unrepresentable(DecodeError):
+    """A valid PostgreSQL value the configured mode cannot express (``kind``: ``nan``,
+    ``infinity``, ``multidimensional_array``, ``out_of_range``). Raised by the strict converters
+    only; a codec's ``convert`` turns it into the column's fallback (see :func:`codec_for`)."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        self.kind, self.reason = kind, reason
+        super().__init__(reason)
+
+
+class UnrepresentableValues:
+    """Counts of the values written as a fallback, and their rate-limited warnings.
+
+    ``record(table, column, kind, reason)`` logs a warning naming the table, the column and the
+    value kind (never the row's data) the first time a ``(table, column, kind)`` occurs and then
+    at most once per ``interval_s`` with the number of occurrences in between; ``drain()`` hands
+    the counts accumulated since the last call to whoever exports them
+    (``signaller_values_unrepresentable_total``). Thread-safe.
+    """
+
+    def __init__(self, interval_s: float = 60.0, clock: Callable[[], float] = monotonic) -> None:
+        self._interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str, str], int] = {}
+        self._last_warning: dict[tuple[str, str, str], tuple[float, int]] = {}
+
+    def record(self, table: str, column: str, kind: str, reason: str, written: str = "null") -> None:
+        """Count one fallback value and warn (rate-limited per ``(table, column, kind)``);
+        ``written`` says what was published instead."""
+        key = (table, column, kind)
+        now = self._clock()
+        with self._lock:
+            self._pending[key] = self._pending.get(key, 0) + 1
+            last = self._last_warning.get(key)
+            if last is not None and now - last[0] < self._interval_s:
+                self._last_warning[key] = (last[0], last[1] + 1)
+                return
+            suppressed = last[1] if last is not None else 0
+            self._last_warning[key] = (now, 0)
+        more = f" ({suppressed} more such value(s) since the last warning)" if suppressed else ""
+        _log.warning("table %s: %s; wrote %s instead%s", table or "?", reason, written, more,
+                     extra={"table": table, "column": column, "kind": kind})
+
+    def drain(self) -> dict[tuple[str, str, str], int]:
+        """The ``(table, column, kind) -> count`` recorded since the previous call."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return pending
+
+
+UNREPRESENTABLE: Final = UnrepresentableValues()
+"""The process's record of fallback values; the capture loop drains it into its metrics."""
+
+_log = logging.getLogger("signaller.values")
+
+
 def _bad(label: str, text: str, reason: str) -> DecodeError:
     shown = text if len(text) <= 120 else text[:117] + "..."
     return DecodeError(f"{label}: cannot convert {shown!r}: {reason}")
@@ -358,12 +442,12 @@ def _rescale(unscaled: int, scale: int, target: int) -> int:
     return quotient if unscaled >= 0 else -quotient
 
 
-def _special_precise(label: str, text: str) -> DecodeError:
-    return _bad(
-        label,
-        text,
-        "a special value (NaN/Infinity) cannot be expressed with decimal.handling.mode=precise;"
-        " use 'string' or 'double'",
+def _special_precise(label: str, text: str) -> Unrepresentable:
+    kind = "nan" if text == "NaN" else "infinity"
+    return Unrepresentable(
+        kind,
+        f"{label}: a special value ({text}) cannot be expressed with decimal.handling.mode=precise"
+        " (decimal.handling.mode=string or double keeps it)",
     )
 
 
@@ -596,6 +680,8 @@ _NEG_INFINITY_DATE: Final = -2147472692
 _POS_INFINITY_MICROS: Final = 9223372036825200000
 """pgjdbc ``DATE_POSITIVE_INFINITY`` read as µs (Debezium's ``POSITIVE_INFINITY_INSTANT``)."""
 _NEG_INFINITY_MICROS: Final = -9223372036832400000
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
@@ -804,7 +890,12 @@ def _build_timestamp(column: Column, modes: TypeModes, label: str) -> tuple[dict
             micros, _finite = _epoch_micros(text)
         except ValueError:
             raise _bad(label, text, "not a timestamp") from None
-        return micros // 1000 if millis else micros
+        if millis:
+            return micros // 1000
+        if not _INT64_MIN <= micros <= _INT64_MAX:
+            raise Unrepresentable("out_of_range", f"{label}: a timestamp after 294247-01-10 04:00:54.775807 "
+                                  "does not fit io.debezium.time.MicroTimestamp (int64 microseconds)")
+        return micros
 
     return node, convert
 
@@ -959,7 +1050,8 @@ def _micro_duration(value: _Interval) -> int:
     """``MicroDuration.durationMicros`` with ``DAYS_PER_MONTH_AVG`` (double arithmetic, truncated)."""
     number_of_days = (value.years * 12 + value.months) * _DAYS_PER_MONTH_AVG + value.days
     number_of_seconds = ((number_of_days * 24 + value.hours) * 60 + value.minutes) * 60 + value.seconds
-    return int(number_of_seconds * 1e6)
+    # Java's (long) cast saturates: intervals beyond ±292,271 years become Long.MIN/MAX_VALUE.
+    return max(_INT64_MIN, min(_INT64_MAX, int(number_of_seconds * 1e6)))
 
 
 def _interval_iso(value: _Interval) -> str:
@@ -1118,7 +1210,13 @@ def _array_placeholder(element: str) -> Any:
     return None
 
 
-def _array_codec(column: Column, element: str, modes: TypeModes, label: str) -> ColumnCodec:
+def _is_multidimensional(text: str) -> bool:
+    """Whether an array literal has more than one dimension (``{{...}}`` or ``[..][..]=``)."""
+    bounds, _equals, literal = text.partition("=") if text.startswith("[") else ("", "", text)
+    return bounds.count("[") > 1 or literal[1:].lstrip(_ARRAY_SPACE).startswith("{")
+
+
+def _array_codec(column: Column, element: str, modes: TypeModes, label: str, table: str) -> ColumnCodec:
     if column.enum_values is not None:
         item_node, item_convert = _build_enum(column, modes, label)
         item_node = _with_optional(item_node, False)
@@ -1129,15 +1227,33 @@ def _array_codec(column: Column, element: str, modes: TypeModes, label: str) -> 
         item_node, item_convert = builder(column, modes, f"{label} element")
         item_node = _with_optional(item_node, True)
 
-    def convert(text: str) -> list[Any]:
+    def strict(text: str) -> list[Any]:
         try:
             items = parse_array_literal(text)
         except ValueError as exc:
+            if _is_multidimensional(text):
+                raise Unrepresentable("multidimensional_array", f"{label}: a multi-dimensional array does not "
+                                      "fit the column's schema (an array of single values)") from None
             raise _bad(label, text, str(exc)) from None
-        return [None if item is None else item_convert(item) for item in items]
+        try:
+            return [None if item is None else item_convert(item) for item in items]
+        except Unrepresentable:
+            return [_array_item(item_convert, item, column.name, table) for item in items]
 
     schema = {"type": "array", "items": item_node, "optional": column.optional}
+    convert = _tolerant(strict, column, table, None if column.optional else [])
     return ColumnCodec(schema, convert, True, _array_placeholder(_canonical(element)))
+
+
+def _array_item(item_convert: Converter, item: str | None, column: str, table: str) -> Any:
+    """One array element; an element the mode cannot express becomes null (items are optional)."""
+    if item is None:
+        return None
+    try:
+        return item_convert(item)
+    except Unrepresentable as exc:
+        UNREPRESENTABLE.record(table, column, exc.kind, f"{exc.reason} (an array element)")
+        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1214,12 +1330,13 @@ def _omitted(column: Column, modes: TypeModes, label: str) -> ColumnCodec:
     return ColumnCodec(node, convert, False, None)
 
 
-def codec_for(column: Column, modes: TypeModes) -> ColumnCodec:
-    """Build the :class:`ColumnCodec` of ``column`` under ``modes`` (see module docstring)."""
+def codec_for(column: Column, modes: TypeModes, table: str = "") -> ColumnCodec:
+    """Build the :class:`ColumnCodec` of ``column`` (of ``table``, ``schema.table``, named in
+    warnings) under ``modes`` (see module docstring)."""
     label = f"column {column.name!r} ({column.type_name})"
     element = _array_element_name(column)
     if element is not None:
-        return _array_codec(column, element, modes, label)
+        return _array_codec(column, element, modes, label, table)
     if column.enum_values is not None:
         node, convert = _build_enum(column, modes, label)
         placeholder: Any = UNAVAILABLE_VALUE_PLACEHOLDER
@@ -1230,8 +1347,46 @@ def codec_for(column: Column, modes: TypeModes) -> ColumnCodec:
             return _omitted(column, modes, label)
         node, convert = builder(column, modes, label)
         placeholder = _scalar_placeholder(canonical, node, modes)
-    return ColumnCodec(_with_default(_with_optional(node, column.optional), column, convert), convert, True,
-                       placeholder)
+    node = _with_default(_with_optional(node, column.optional), column, convert)
+    if column.enum_values is None and (
+        canonical == "timestamp" or (canonical == "numeric" and modes.decimal_handling == "precise")
+    ):
+        convert = _tolerant(convert, column, table, _fallback(node, column, convert, canonical))
+    return ColumnCodec(node, convert, True, placeholder)
+
+
+_ZERO_TEXT: Final[Mapping[str, str]] = {"numeric": "0", "timestamp": "1970-01-01 00:00:00"}
+"""The scalar types whose valid values may be inexpressible (numeric NaN/±Infinity with
+``precise``, timestamps beyond int64 µs), with the text of the zero a NOT NULL column gets."""
+
+
+def _fallback(node: dict[str, Any], column: Column, convert: Converter, canonical: str) -> Any:
+    """What an inexpressible value becomes: null in an optional column; in a NOT NULL one the
+    schema default, else the type's zero (Debezium's ``JdbcValueConverters.convertValue``
+    fallback), so that the record still validates against its schema."""
+    if column.optional:
+        return None
+    if "default" in node:
+        return node["default"]
+    return convert(_ZERO_TEXT[canonical])
+
+
+def _tolerant(strict: Converter, column: Column, table: str, fallback: Any) -> Converter:
+    """``strict`` with :class:`Unrepresentable` turned into ``fallback`` (a fresh copy for a
+    list), counted and warned about (:data:`UNREPRESENTABLE`); other errors pass through.
+    ``unguarded`` of the result is ``unguarded(strict)``: the hot paths that use it retry
+    through the result on any error."""
+    written = "null" if fallback is None else f"{fallback!r} (NOT NULL column: schema default or zero)"
+
+    def convert(text: str) -> Any:
+        try:
+            return strict(text)
+        except Unrepresentable as exc:
+            UNREPRESENTABLE.record(table, column.name, exc.kind, exc.reason, written)
+            return list(fallback) if isinstance(fallback, list) else fallback
+
+    _UNGUARDED[convert] = unguarded(strict)
+    return convert
 
 
 def _with_default(node: dict[str, Any], column: Column, convert: Converter) -> dict[str, Any]:
