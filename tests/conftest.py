@@ -15,8 +15,14 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from signaller.devstack import Stack, StackSettings
+
+# Property tests check results, not speed: on a loaded 2-core machine a single example can take longer
+# than Hypothesis' default 200 ms deadline, which would fail a correct test. Speed is measured in bench/.
+settings.register_profile("signaller", deadline=None)
+settings.load_profile("signaller")
 
 
 @pytest.fixture(scope="session")
