@@ -30,6 +30,7 @@ from tests.integration.snapshot_helpers import (
     snapshot_config,
     start,
     stored_offsets,
+    sync_point,
 )
 from tests.integration.test_signal_handling import Channels, channels_config, log_has
 
@@ -98,21 +99,22 @@ def rig(capture: CaptureEnv) -> Rig:
     return Rig(tables, car, Notifications(capture), Channels(capture, car, signal_table, signal_file), signal_file)
 
 
-def test_a_file_signal_that_fails_to_apply_is_rejected_once_and_never_read_again(
-        capture: CaptureEnv, rig: Rig) -> None:
+def test_a_signal_that_fails_to_apply_is_rejected_once_and_never_read_again(capture: CaptureEnv, rig: Rig) -> None:
     tables, car, notes, channels, signal_file = rig.tables, rig.car, rig.notes, rig.channels, rig.signal_file
     # A blocking snapshot whose additional condition's data-collection is not a regular expression: it
     # escaped the engine as re.error and stopped the sidecar, again after every restart.
-    poison = {"id": "poison-1", "type": "execute-snapshot",
-              "data": {"type": "blocking", "data-collections": [tables.pattern("int")],
-                       "additional-conditions": [{"data-collection": "(", "filter": "id > 0"}]}}
-    channels.file(json.dumps(poison))
+    data = {"type": "blocking", "data-collections": [tables.pattern("int")],
+            "additional-conditions": [{"data-collection": "(", "filter": "id > 0"}]}
+    channels.file(json.dumps({"id": "poison-file", "type": "execute-snapshot", "data": data}))
     channels.file(log_signal("after-poison"))
+    channels.source("poison-source", "execute-snapshot", json.dumps(data))
 
-    notes.wait(lambda n: n["type"] == "REJECTED" and n["id"] == "poison-1", 30, "poison-1 to be rejected",
-               car.log_tail)
+    for signal_id in ("poison-file", "poison-source"):
+        notes.wait(lambda n, i=signal_id: n["type"] == "REJECTED" and n["id"] == i, 30, f"{signal_id} to be rejected",
+                   car.log_tail)
     wait_until(accepted(car, "after-poison", "file"), 30, "the signal after the poison one", describe=car.log_tail)
     assert_streams(capture, car, tables, 500001)
+    sync_point(capture, car, f"INSERT INTO {tables.names['int']} VALUES (500002, 'sync', 0)")
     wait_until(lambda: stored_position(capture, "file") == [signal_file.stat().st_ino, signal_file.stat().st_size],
                30, "the file position to be stored", describe=lambda: str(stored_offsets(capture)))
 
@@ -120,8 +122,9 @@ def test_a_file_signal_that_fails_to_apply_is_rejected_once_and_never_read_again
     channels.file(log_signal("after-restart"))
     wait_until(accepted(car, "after-restart", "file"), 30, "a new file signal after the restart",
                describe=car.log_tail)
-    assert_streams(capture, car, tables, 500002)
-    assert [n["id"] for n in rejections(notes, "file")] == ["poison-1"], "the poison line was read again"
+    assert_streams(capture, car, tables, 500003)
+    assert [n["id"] for n in rejections(notes, "file")] == ["poison-file"], "the poison line was read again"
+    assert [n["id"] for n in rejections(notes, "source")] == ["poison-source"], "the poison row was read again"
     assert car.runs == 2
 
 
@@ -137,7 +140,7 @@ def test_an_over_long_file_line_is_skipped_and_the_next_signal_applied(
     assert str(signal_file) in reason and "at byte offset 0" in reason, reason
     assert f"limit of {MIB} bytes" in reason, reason
     assert not accepted(car, "too-long", "file")()
-    assert_streams(capture, car, tables, 500003)
+    assert_streams(capture, car, tables, 500013)
 
 
 def test_bad_kafka_records_are_rejected_and_not_read_again_after_a_restart(
