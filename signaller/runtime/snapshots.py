@@ -204,13 +204,13 @@ class SnapshotCoordinator:
             signal = signal_from_row(values[0], values[1], values[2], channel="source", position=event.lsn)
             action = parse_action(signal)
         except SignalError as exc:
-            self._reject("source", exc.signal_id or _shown(values[0]), exc.reason)
+            self._reject("source", exc.signal_id or _id_text(values[0]), exc.reason)
             return
         except Exception as exc:
             if _infrastructure(exc):
                 raise
             where = f"signal table {self._signal_table} row at LSN {event.lsn:X}" if event.lsn else "signal table"
-            self._reject("source", _shown(values[0]), _unexpected(exc, f"reading the {where}"), exc)
+            self._reject("source", _id_text(values[0]), _unexpected(exc, f"reading the {where}"), exc)
             return
         if isinstance(action, WindowMarker):
             self.engine.on_marker(action, (event.last_commit_lsn, event.lsn))
@@ -371,6 +371,12 @@ def _shown(value: object) -> str:
     """``value`` for a message: its repr, cut to a readable length."""
     text = repr(value)
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + f"... ({len(text)} characters)"
+
+
+def _id_text(value: object) -> str:
+    """A signal-table id as the notification's id: its text, cut to a readable length."""
+    text = str(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
 def _infrastructure(exc: BaseException) -> bool:
