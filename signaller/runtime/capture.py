@@ -184,7 +184,8 @@ class CaptureLoop:
         from signaller.runtime.snapshots import SnapshotCoordinator
 
         snapshots = SnapshotCoordinator(config, catalog, sink, lambda change: self._send(sink, change, None),
-                                        self.control, commit_now=lambda: self._commit(reader, sink, final=True))
+                                        self.control, commit_now=lambda: self._commit(reader, sink, final=True),
+                                        status_changed=lambda: self._publish_status(snapshots))
         self._snapshots = snapshots
         try:
             tables = self._prepare_source(catalog)

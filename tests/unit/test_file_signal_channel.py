@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from signaller.errors import SignalError
 from signaller.signals.channels import SignalRecordError
-from signaller.signals.channels.file import FileSignalChannel
+from signaller.signals.channels.file import MAX_BYTES_PER_READ, MAX_LINE_BYTES, FileSignalChannel
 from signaller.signals.model import Signal
 
 pytestmark = pytest.mark.unit
@@ -182,3 +183,72 @@ def test_large_batch(tmp_path: Path) -> None:
     path.write_bytes(b"".join(line(f"n-{n}") for n in range(2000)))
     channel = FileSignalChannel(path, None)
     assert ids(channel.read()) == [f"n-{n}" for n in range(2000)]
+
+
+def test_over_long_line_is_skipped_answered_with_its_offset_and_later_lines_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "signals.txt"
+    before = line("l-0")
+    huge = b'{"id": "huge", "type": "log", "data": {"message": "' + b"x" * (5 * 1024 * 1024) + b'"}}\n'
+    path.write_bytes(before + huge + line("l-1"))
+    inode = path.stat().st_ino
+    channel = FileSignalChannel(path, None)
+    entries: list[Signal | SignalError] = []
+    for _ in range(5):  # one read() scans a bounded number of bytes; the skip goes on in the next one
+        entries += channel.read()
+    assert [type(entry).__name__ for entry in entries] == ["Signal", "SignalRecordError", "Signal"]
+    rejected = entries[1]
+    assert isinstance(rejected, SignalRecordError)
+    assert rejected.position == (inode, len(before + huge)), "the position moves past the long line"
+    assert str(path) in rejected.reason
+    assert f"at byte offset {len(before)}" in rejected.reason
+    assert f"{MAX_LINE_BYTES} bytes" in rejected.reason
+    assert ids(entries)[-1] == "l-1"
+    assert channel.position == (inode, path.stat().st_size)
+
+
+def test_a_line_of_exactly_the_limit_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "signals.txt"
+    head = b'{"id": "edge", "type": "log", "data": {"message": "'
+    tail = b'"}}'
+    body = head + b"y" * (MAX_LINE_BYTES - len(head) - len(tail)) + tail
+    assert len(body) == MAX_LINE_BYTES
+    path.write_bytes(body + b"\n" + body + b"z\n" + line("after"))
+    entries = FileSignalChannel(path, None).read()
+    assert [type(entry).__name__ for entry in entries] == ["Signal", "SignalRecordError", "Signal"]
+    assert ids(entries)[0] == "edge" and ids(entries)[-1] == "after"
+    assert f"longer than the limit of {MAX_LINE_BYTES} bytes" in entries[1].reason  # type: ignore[union-attr]
+
+
+def test_over_long_line_is_never_held_in_memory_whole(tmp_path: Path) -> None:
+    path = tmp_path / "signals.txt"
+    size = 24 * 1024 * 1024
+    with path.open("wb") as handle:
+        for _ in range(size // (1024 * 1024)):
+            handle.write(b"x" * (1024 * 1024))
+        handle.write(b"\n" + line("after-huge"))
+    channel = FileSignalChannel(path, None)
+    entries: list[Signal | SignalError] = []
+    tracemalloc.start()
+    try:
+        for _ in range(size // MAX_BYTES_PER_READ + 2):
+            entries += channel.read()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert ids(entries)[-1] == "after-huge"
+    assert isinstance(entries[0], SignalRecordError)
+    assert peak < 3 * MAX_LINE_BYTES, f"peak {peak} bytes while skipping a {size}-byte line"
+
+
+def test_over_long_line_still_being_written_is_skipped_once_complete(tmp_path: Path) -> None:
+    path = tmp_path / "signals.txt"
+    path.write_bytes(b"x" * (MAX_LINE_BYTES + 10))
+    channel = FileSignalChannel(path, None)
+    assert channel.read() == [], "no newline yet: nothing to answer"
+    append(path, b"x" * (MAX_LINE_BYTES * 2))
+    assert channel.read() == []
+    assert channel.position == (path.stat().st_ino, 0), "nothing consumed before the newline"
+    append(path, b"\n" + line("done"))
+    entries = channel.read()
+    assert [type(entry).__name__ for entry in entries] == ["SignalRecordError", "Signal"]
+    assert f"{MAX_LINE_BYTES * 3 + 10} bytes" in entries[0].reason  # type: ignore[union-attr]

@@ -18,6 +18,10 @@ from typing import Any, Protocol
 from signaller.errors import SignalError
 from signaller.signals.model import Signal
 
+MAX_SIGNAL_BYTES = 1 << 20
+"""The largest signal a channel reads (a file line, a Kafka record value), as the HTTP API's body limit;
+a larger one is answered with a ``SignalRecordError`` naming it, never read into a ``Signal``."""
+
 
 class SignalRecordError(SignalError):
     """A record a channel read but could not turn into a ``Signal``.
@@ -46,4 +50,4 @@ class SignalReader(Protocol):
 from signaller.signals.channels.file import FileSignalChannel  # noqa: E402
 from signaller.signals.channels.kafka import KafkaSignalChannel  # noqa: E402
 
-__all__ = ["FileSignalChannel", "KafkaSignalChannel", "SignalReader", "SignalRecordError"]
+__all__ = ["MAX_SIGNAL_BYTES", "FileSignalChannel", "KafkaSignalChannel", "SignalReader", "SignalRecordError"]

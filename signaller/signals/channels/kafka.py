@@ -10,7 +10,9 @@ nested JSON object. Consumer settings are ``SignallerConfig.signal_consumer_conf
 Unlike Debezium: offsets are not auto-committed to the consumer group. The caller stores the offset of
 the last applied signal with its own durable state and passes it back as ``start_after``, so a crash
 can neither lose a signal nor apply one twice (Debezium's auto-commit is at-least-once). A record that
-cannot be parsed becomes a ``SignalRecordError`` entry naming its offset instead of being only logged.
+cannot be parsed, or is larger than ``MAX_SIGNAL_BYTES`` (1 MiB, the HTTP body limit), becomes a
+``SignalRecordError`` entry naming its offset instead of being only logged; ``read()`` never raises for
+a record's content.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from signaller.config import SignallerConfig
 from signaller.errors import SignalError, TransientSinkError
-from signaller.signals.channels import SignalRecordError
+from signaller.signals.channels import MAX_SIGNAL_BYTES, SignalRecordError
 from signaller.signals.model import Signal
 from signaller.signals.parsing import signal_from_json
 
@@ -98,12 +100,21 @@ class KafkaSignalChannel:
         if not value:
             log.info("kafka signal channel: skipping %s offset %d: empty value", self.topic, offset)
             return None
-        try:
-            return signal_from_json(value, "kafka", position=offset)
-        except SignalError as exc:
-            log.warning("kafka signal channel: %s offset %d is not a valid signal: %s", self.topic, offset, exc.reason)
-            return SignalRecordError(f"kafka record {self.topic}[{_PARTITION}] offset {offset}: {exc.reason}",
-                                     exc.signal_id, position=offset)
+        signal_id: str | None = None
+        if len(value) > MAX_SIGNAL_BYTES:
+            reason = (f"value: {len(value)} bytes, larger than the limit of {MAX_SIGNAL_BYTES} bytes for one signal; "
+                      f"accepted: a JSON signal of at most {MAX_SIGNAL_BYTES} bytes")
+        else:
+            try:
+                return signal_from_json(value, "kafka", position=offset)
+            except SignalError as exc:
+                reason, signal_id = exc.reason, exc.signal_id
+            except Exception as exc:  # parsing is meant to be total; a bug must not stop the channel
+                log.warning("kafka signal channel: parsing %s offset %d failed", self.topic, offset, exc_info=True)
+                reason = f"value: cannot be parsed ({type(exc).__name__}: {str(exc)[:200]})"
+        log.warning("kafka signal channel: %s offset %d is not a valid signal: %s", self.topic, offset, reason)
+        return SignalRecordError(f"kafka record {self.topic}[{_PARTITION}] offset {offset}: {reason}",
+                                 signal_id, position=offset)
 
     def close(self) -> None:
         """Close the consumer (nothing is committed: positions belong to the caller). Idempotent."""
