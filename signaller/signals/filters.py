@@ -458,8 +458,8 @@ class _Checker:
                     self.values(item.uidx, near)
                 return "unknown"
             case ast.SubLink():
-                self.fail("a subquery", node, "a boolean expression over the table's columns, without SELECT, "
-                          "EXISTS, IN (SELECT ...) or ARRAY(SELECT ...)", near)
+                self.fail("a subquery", node, "a boolean expression over the table's columns (subqueries are not "
+                          "accepted: no SELECT, EXISTS, IN (SELECT ...) or ARRAY(SELECT ...))", near)
             case ast.ParamRef():  # pragma: no cover - refused by _check_tokens
                 self.fail("a $n parameter", node, "literal values", near)
         kind = type(node).__name__

@@ -181,7 +181,8 @@ def test_type_category(type_name: str, category: str) -> None:
     ("id = 1; DELETE FROM orders", "statement separator ';' at character 7"),
     ("id = 1;", "statement separator ';' at character 7"),
     ("id = 1 OR (SELECT 1) = 1", "a subquery at character 11"),
-    ("id IN (SELECT id FROM t)", "a subquery at character 4"),
+    ("id IN (SELECT id FROM t)", "a subquery at character 4 ('IN (SELECT id FROM t)'); accepted: a boolean "
+                                 "expression over the table's columns (subqueries are not accepted"),
     ("exists(select 1)", "a subquery at character 1"),
     ("status = any(array(select 'a'))", "a subquery at character 14"),
     ("id = 1 UNION SELECT 1", "UNION after the condition at character 8"),
