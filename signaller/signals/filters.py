@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, NoReturn
 
@@ -54,8 +55,11 @@ __all__ = [
 
 MAX_LENGTH = 65536
 """Longest filter text accepted, in characters."""
-MAX_DEPTH = 48
-"""Deepest syntax tree accepted, in nested operators, calls, casts and parentheses that build a node."""
+MAX_DEPTH = 104
+"""Deepest syntax tree accepted, counted as the nesting of PostgreSQL's parse tree in its JSON form (an
+operator takes 2 levels, a function call 3, so about 48 nested operators or 32 nested calls; AND/OR chains,
+IN lists and redundant parentheses take none). pglast builds, prints and the checker walks trees
+recursively; this keeps each far below Python's recursion limit wherever ``compile_filter`` is called."""
 
 Category = Literal["boolean", "number", "text", "datetime", "interval", "uuid", "other", "unknown"]
 
@@ -182,8 +186,8 @@ def compile_filter(text: str, sql_types: Mapping[str, str]) -> str:
         _audit(text, where, sql_types)
         return _deparse(text, where)
     except RecursionError:  # pragma: no cover - _parse bounds the depth first
-        raise SignalError(f"filter: too deeply nested; accepted: at most {MAX_DEPTH} nested operators, calls "
-                          "and casts") from None
+        raise SignalError(f"filter: an expression nested too deeply; accepted: a syntax tree at most {MAX_DEPTH} "
+                          "levels deep") from None
 
 
 def type_category(pg_type: str) -> Category:
@@ -261,13 +265,14 @@ _JSON_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}]+')
 def _check_depth(text: str, tree_json: str) -> None:
     """Refuse trees deeper than ``MAX_DEPTH`` before pglast builds (recursively) its Python objects.
 
-    Each expression level is two JSON objects (``{"A_Expr": {...}}``), lists one more; the statement
-    wrapper takes a few levels."""
+    Each expression level is two JSON objects (``{"A_Expr": {...}}``), a list one more; the statement
+    wrapper takes 6 levels (not counted)."""
     brackets = _JSON_STRUCTURE.sub("", tree_json)
-    depth = max(itertools.accumulate(1 if char in "[{" else -1 for char in brackets), default=0)
-    if depth > 2 * MAX_DEPTH + 8:
-        raise SignalError(f"filter: an expression nested more than {MAX_DEPTH} levels deep; accepted: at most "
-                          f"{MAX_DEPTH} nested operators, calls and casts (long AND/OR chains and IN lists are fine)")
+    depth = max(itertools.accumulate(1 if char in "[{" else -1 for char in brackets), default=0) - 6
+    if depth > MAX_DEPTH:
+        raise SignalError(f"filter: an expression nested too deeply (a syntax tree {depth} levels deep); accepted: "
+                          f"at most {MAX_DEPTH} levels, about 48 nested operators or 32 nested function calls "
+                          "(long AND/OR chains and IN lists are fine)")
 
 
 _TEMPLATE = parser.parse_sql(_PREFIX + "TRUE")[0].stmt
@@ -315,9 +320,9 @@ def _leftmost(node: object) -> int | None:
 
 def _walk(node: object) -> Iterator[object]:
     """Every node under ``node``, breadth first (iterative)."""
-    queue: list[object] = [node]
+    queue: deque[object] = deque([node])
     while queue:
-        item = queue.pop(0)
+        item = queue.popleft()
         if isinstance(item, tuple | list):
             queue.extend(item)
         elif isinstance(item, ast.Node):
