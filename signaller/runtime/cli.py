@@ -16,7 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 
 from signaller.devstack import Stack, StackStatus
-from signaller.errors import SignallerError
+from signaller.errors import SignallerError, SourceError
 
 if TYPE_CHECKING:
     import httpx
@@ -400,13 +400,19 @@ def _deliver_kafka(settings: SignallerConfig, signal: dict[str, Any]) -> str:
 def _deliver_source(settings: SignallerConfig, signal: dict[str, Any]) -> str:
     """INSERT (id, type, data) into ``signal.data.collection``, committed."""
     import psycopg2
-    from psycopg2 import sql
+
+    from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
     table = settings.signal_data_collection
     if table is None:
         raise _Undelivered("signal.data.collection is not set: the source channel needs the signal table")
-    statement = sql.SQL("INSERT INTO {} (id, type, data) VALUES (%s, %s, %s)").format(
-        sql.Identifier(table.schema, table.table))
+    # Written whole and run without parameters: psycopg2 would read a '%' in the table's name as a placeholder.
+    try:
+        values = ", ".join(quote_literal(value) for value in (signal["id"], signal["type"], json.dumps(signal["data"])))
+        target = f"{quote_ident(table.schema)}.{quote_ident(table.table)}"
+    except SourceError as exc:
+        raise _Refused(f"cannot write the signal to {table}: {exc}") from exc
+    statement = f"INSERT INTO {target} (id, type, data) VALUES ({values})"
     try:
         connection = psycopg2.connect(settings.libpq_dsn(connect_timeout="10"))
     except psycopg2.Error as exc:
@@ -414,7 +420,7 @@ def _deliver_source(settings: SignallerConfig, signal: dict[str, Any]) -> str:
                            f"{settings.database_port}: {str(exc).strip()}") from exc
     try:
         with connection, connection.cursor() as cursor:
-            cursor.execute(statement, (signal["id"], signal["type"], json.dumps(signal["data"])))
+            cursor.execute(statement)
     except psycopg2.OperationalError as exc:
         raise _Undelivered(f"lost PostgreSQL while writing to {table}: {str(exc).strip()}") from exc
     except psycopg2.Error as exc:

@@ -1,44 +1,45 @@
 """The safe ``additional-conditions`` filter: a boolean SQL expression over one table's columns.
 
 Debezium pastes the ``filter`` text of an ``execute-snapshot`` signal into its chunk queries as is.
-signaller does not: ``compile_filter(text, columns)`` tokenizes the text with a hand-written lexer,
-parses it with a recursive-descent parser that follows PostgreSQL's operator precedence, checks it
-and renders it back as normalized SQL. Only the rendered text ever reaches PostgreSQL, so anything
-the grammar below does not describe cannot reach it either::
+signaller does not: ``compile_filter(text, sql_types)`` has PostgreSQL's own parser (``pglast``, the
+server's grammar compiled as a library) read ``SELECT WHERE <text>``, walks the syntax tree with an
+allow-list, and writes the checked tree back as SQL with pglast's deparser. Only that text ever reaches
+PostgreSQL; it is parsed once more here and must give the very tree that was checked, so what runs is
+what was checked. Accepted:
 
-    condition   := or
-    or          := and (OR and)*
-    and         := not (AND not)*
-    not         := NOT not | is
-    is          := compare [IS [NOT] (NULL | TRUE | FALSE)]
-    compare     := predicate [(= | <> | != | < | <= | > | >=) predicate]
-    predicate   := sum [[NOT] IN (literal, ...) | [NOT] BETWEEN sum AND sum | [NOT] (LIKE | ILIKE) 'pattern']
-    sum         := product ((+ | -) product)*
-    product     := unary ((* | / | %) unary)*
-    unary       := (+ | -) unary | cast
-    cast        := primary (:: type)*
-    primary     := column | "Column" | number | 'string' | E'string' | TRUE | FALSE | NULL
-                 | (DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL) 'text'
-                 | CAST(condition AS type) | function(condition, ...) | (condition)
+* the table's own columns (bare names fold to lower case; quoted names match exactly), never
+  qualified names, ``*``, system columns or ``$n`` parameters;
+* literals (numbers, strings in any of PostgreSQL's spellings, ``TRUE``, ``FALSE``, ``NULL``, bit
+  strings) and casts (``::``, ``CAST``, ``type 'literal'``) to the built-in types of ``CAST_TYPES``,
+  arrays of them included, with small integer modifiers;
+* ``AND``, ``OR``, ``NOT``, ``IS [NOT] NULL | TRUE | FALSE | UNKNOWN``, ``IS [NOT] DISTINCT FROM``,
+  ``[NOT] IN (...)``, ``[NOT] BETWEEN [SYMMETRIC]``, ``[NOT] LIKE | ILIKE [ESCAPE]``,
+  ``op ANY | ALL (array)``, ``CASE``, ``COALESCE``, ``NULLIF``, ``GREATEST``, ``LEAST``, ``ARRAY[...]``,
+  row values, array subscripts;
+* the operators of ``OPERATORS`` (comparison, arithmetic, ``||``, JSON and array containment);
+* ``CURRENT_DATE``, ``CURRENT_TIME``, ``CURRENT_TIMESTAMP``, ``LOCALTIME``, ``LOCALTIMESTAMP`` and the
+  side-effect-free functions of ``FUNCTIONS`` (plain calls: no ``*``, ``DISTINCT``, ``ORDER BY``,
+  ``FILTER``, ``OVER``, ``VARIADIC`` or named arguments).
 
-Rendering: identifiers are double-quoted (the table's own spelling), keywords upper case, ``!=``
-becomes ``<>``, casts become ``CAST(x AS type)`` with canonical type names (``int4`` -> ``integer``),
-strings are single-quoted with ``''`` escaping (and written ``E'...'`` with ``\\\\`` when they contain
-a backslash, so the meaning does not depend on ``standard_conforming_strings``; input strings are
-read as PostgreSQL reads them with that setting on, its default), and only the parentheses that
-precedence needs are written. The result is meant to be wrapped in parentheses by the caller.
-
-Bare identifiers fold to lower case (ASCII only, as PostgreSQL does) and must then equal a column
-name; quoted identifiers must equal one exactly. Every rejection is a ``SignalError`` that names the
-offending token, its position (1-based character, as PostgreSQL reports) and what is accepted.
+Everything else is refused with a ``SignalError`` naming the construct, its position (1-based character,
+as PostgreSQL reports) and what is accepted: subqueries, several statements, comments, DML, other
+functions (``pg_sleep``, ``set_config``, ``dblink``, ``nextval``...), other types (``regclass``...),
+session information (``CURRENT_USER``...), and conditions that are detectably not boolean
+(``WHERE name``). The result is written for ``standard_conforming_strings = on`` (the server's
+default, which the snapshot connection sets) and is meant to be wrapped in parentheses by the caller.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, NoReturn
+
+from pglast import ast, parser
+from pglast.enums import A_Expr_Kind, BoolTestType, SQLValueFunctionOp
+from pglast.stream import RawStream
 
 from signaller.errors import SignalError
 
@@ -47,1028 +48,146 @@ __all__ = [
     "FUNCTIONS",
     "MAX_DEPTH",
     "MAX_LENGTH",
-    "MAX_TREE_DEPTH",
-    "Arith",
-    "Between",
-    "Bool",
-    "BoolOp",
-    "Call",
-    "Cast",
-    "Column",
-    "Compare",
-    "Expr",
-    "InList",
-    "IsTest",
-    "Like",
-    "Not",
-    "Null",
-    "Number",
-    "String",
-    "TypedLiteral",
-    "Unary",
+    "OPERATORS",
     "compile_filter",
-    "parse_filter",
-    "render",
     "type_category",
 ]
 
 MAX_LENGTH = 65536
 """Longest filter text accepted, in characters."""
-MAX_DEPTH = 32
-"""Deepest nesting accepted (parentheses, function calls, NOT and unary signs)."""
-MAX_TREE_DEPTH = 160
-"""Deepest syntax tree accepted (long chains of ``+`` or ``::`` nest too); keeps checking and rendering shallow."""
-
-FUNCTIONS: Mapping[str, tuple[int, int | None]] = {
-    "lower": (1, 1), "upper": (1, 1), "length": (1, 1), "char_length": (1, 1), "abs": (1, 1),
-    "coalesce": (1, None), "nullif": (2, 2), "trim": (1, 2), "substr": (2, 3), "date_trunc": (2, 3),
-    "date_part": (2, 2), "round": (1, 2), "floor": (1, 1), "ceil": (1, 1),
-}
-"""Accepted functions (all deterministic) with their (minimum, maximum) number of arguments."""
-
-CAST_TYPES: Mapping[str, str] = {
-    "int2": "smallint", "smallint": "smallint", "int4": "integer", "int": "integer", "integer": "integer",
-    "int8": "bigint", "bigint": "bigint", "numeric": "numeric", "decimal": "numeric", "real": "real",
-    "float4": "real", "float8": "double precision", "double precision": "double precision", "text": "text",
-    "varchar": "varchar", "character varying": "varchar", "boolean": "boolean", "bool": "boolean",
-    "date": "date", "time": "time", "timestamp": "timestamp", "timestamptz": "timestamptz", "uuid": "uuid",
-    "interval": "interval",
-}
-"""Accepted cast target types, as written -> canonical name used in the output."""
-
-_MODIFIERS: Mapping[str, int] = {"numeric": 2, "varchar": 1, "time": 1, "timestamp": 1, "timestamptz": 1}
-"""Canonical types that take a ``(n)`` / ``(p, s)`` modifier, with the maximum number of values."""
-
-_TYPED_LITERALS = ("date", "time", "timestamp", "timestamptz", "interval")
-_GRAMMAR_WORDS = frozenset({"and", "or", "not", "is", "null", "true", "false", "in", "between", "like", "ilike",
-                            "cast", "as"})
-_HINTED_FUNCTIONS: Mapping[str, str] = {
-    "substring": "use substr(string, start[, count])",
-    "extract": "use date_part('field', source)",
-    "ceiling": "use ceil(x)",
-    "btrim": "use trim(string[, characters])",
-}
-# PostgreSQL's reserved and type/function-name keywords: as bare words they are never a column (PostgreSQL
-# itself refuses them), so a column so named must be quoted ("order").
-_RESERVED = frozenset((
-    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "both", "case", "cast",
-    "check", "collate", "column", "constraint", "create", "current_catalog", "current_date", "current_role",
-    "current_time", "current_timestamp", "current_user", "default", "deferrable", "desc", "distinct", "do",
-    "else", "end", "except", "false", "fetch", "for", "foreign", "from", "grant", "group", "having", "in",
-    "initially", "intersect", "into", "lateral", "leading", "limit", "localtime", "localtimestamp", "not", "null",
-    "offset", "on", "only", "or", "order", "placing", "primary", "references", "returning", "select",
-    "session_user", "some", "symmetric", "system_user", "table", "then", "to", "trailing", "true", "union",
-    "unique", "user", "using", "variadic", "when", "where", "window", "with", "authorization", "binary",
-    "collation", "concurrently", "cross", "current_schema", "freeze", "full", "ilike", "inner", "is", "isnull",
-    "join", "left", "like", "natural", "notnull", "outer", "overlaps", "right", "similar", "tablesample",
-    "verbose",
-))
-# Other SQL words: a column if the table has one so named, else refused as a keyword.
-_SQL_WORDS = frozenset((
-    "exists", "values", "row", "escape", "uescape", "at", "zone", "operator", "over", "filter", "within",
-    "delete", "insert", "update", "drop", "alter", "truncate", "revoke", "copy", "execute", "call", "prepare",
-    "deallocate", "listen", "notify", "lock", "vacuum", "begin", "commit", "rollback", "savepoint", "set",
-    "reset", "show",
-))
-
-_WHITESPACE = " \t\n\r\f\v"
-CompareOp = Literal["=", "<>", "<", "<=", ">", ">="]
-ArithOp = Literal["+", "-", "*", "/", "%"]
-_COMPARISONS: Mapping[str, CompareOp] = {"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_SUMS: Mapping[str, ArithOp] = {"+": "+", "-": "-"}
-_PRODUCTS: Mapping[str, ArithOp] = {"*": "*", "/": "/", "%": "%"}
-_SIMPLE_ESCAPES: Mapping[str, str] = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_SHOWN_CHARS = 40
-_SHOWN_COLUMNS = 60
-
-_ACCEPTED_SYNTAX = (
-    "a boolean expression over the table's columns: comparisons (= <> != < <= > >=), AND, OR, NOT, parentheses, "
-    "IS [NOT] NULL/TRUE/FALSE, [NOT] IN (literals), [NOT] BETWEEN a AND b, [NOT] LIKE/ILIKE 'pattern', "
-    "+ - * / %, literals, casts (:: or CAST) and the functions " + ", ".join(FUNCTIONS)
-)
-_ACCEPTED_KEYWORDS = ("the keywords AND, OR, NOT, IS, NULL, TRUE, FALSE, IN, BETWEEN, LIKE, ILIKE, CAST, AS, "
-                      "DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL; quote a column named like a keyword, "
-                      'e.g. "order"')
-_ACCEPTED_TYPES = "casts to " + ", ".join(dict.fromkeys(CAST_TYPES))
-_ACCEPTED_FUNCTIONS = "the functions " + ", ".join(f"{name}()" for name in FUNCTIONS)
+MAX_DEPTH = 104
+"""Deepest syntax tree accepted, counted as the nesting of PostgreSQL's parse tree in its JSON form (an
+operator takes 2 levels, a function call 3, so about 48 nested operators or 32 nested calls; AND/OR chains,
+IN lists and redundant parentheses take none). pglast builds, prints and the checker walks trees
+recursively; this keeps each far below Python's recursion limit wherever ``compile_filter`` is called."""
 
 Category = Literal["boolean", "number", "text", "datetime", "interval", "uuid", "other", "unknown"]
 
-_TYPE_CATEGORIES: Mapping[str, Category] = {
-    **dict.fromkeys(("bool", "boolean"), "boolean"),
-    **dict.fromkeys(("smallint", "integer", "int", "bigint", "int2", "int4", "int8", "numeric", "decimal", "real",
-                     "float4", "float8", "double precision", "money", "oid", "smallserial", "serial", "bigserial",
-                     "serial2", "serial4", "serial8"), "number"),
-    **dict.fromkeys(("text", "varchar", "character varying", "char", "character", "bpchar", "name", "citext"),
+_COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
+OPERATORS: Mapping[str, Category] = {
+    **dict.fromkeys(_COMPARISONS, "boolean"),
+    **dict.fromkeys(("+", "-", "*", "/", "%"), "unknown"),
+    "||": "unknown",
+    "->": "other", "#>": "other", "->>": "text", "#>>": "text",
+    **dict.fromkeys(("@>", "<@", "?", "?|", "?&", "&&"), "boolean"),
+}
+"""Accepted operators (unqualified) with the category of their result."""
+
+FUNCTIONS: Mapping[str, Category] = {
+    # text
+    **dict.fromkeys(("lower", "upper", "initcap", "btrim", "ltrim", "rtrim", "substr", "substring", "left",
+                     "right", "split_part", "concat", "concat_ws", "md5", "reverse", "translate", "to_char"),
                     "text"),
-    **dict.fromkeys(("date", "time", "timetz", "timestamp", "timestamptz", "time without time zone",
-                     "time with time zone", "timestamp without time zone", "timestamp with time zone"),
-                    "datetime"),
+    **dict.fromkeys(("length", "char_length", "character_length", "octet_length", "bit_length", "strpos",
+                     "position"), "number"),
+    "starts_with": "boolean",
+    # numbers
+    **dict.fromkeys(("abs", "round", "floor", "ceil", "ceiling", "trunc", "mod", "sign", "div", "sqrt",
+                     "to_number"), "number"),
+    # dates and times
+    **dict.fromkeys(("now", "transaction_timestamp", "statement_timestamp", "date_trunc", "date_bin",
+                     "make_date", "make_time", "make_timestamp", "make_timestamptz", "to_date", "to_timestamp",
+                     "timezone"), "datetime"),
+    **dict.fromkeys(("date_part", "extract"), "number"),
+    **dict.fromkeys(("age", "make_interval", "justify_days", "justify_hours", "justify_interval"), "interval"),
+    **dict.fromkeys(("isfinite", "overlaps"), "boolean"),
+    # JSON and arrays
+    **dict.fromkeys(("jsonb_typeof", "json_typeof", "jsonb_extract_path_text", "json_extract_path_text"), "text"),
+    **dict.fromkeys(("jsonb_extract_path", "json_extract_path"), "other"),
+    **dict.fromkeys(("jsonb_array_length", "json_array_length", "array_length", "array_lower", "array_upper",
+                     "cardinality", "array_position"), "number"),
+    # LIKE ... ESCAPE is written as pg_catalog.like_escape(pattern, escape)
+    "like_escape": "text",
+}
+"""Accepted functions: deterministic or stable, without side effects, each result bounded by its inputs'
+size (no ``repeat``, ``lpad``, ``replace``), with the category of their result. A function may be written
+``pg_catalog.name``."""
+
+CAST_TYPES: Mapping[str, Category] = {
+    **dict.fromkeys(("bool", "boolean"), "boolean"),
+    **dict.fromkeys(("int2", "smallint", "int4", "int", "integer", "int8", "bigint", "numeric", "decimal",
+                     "float4", "real", "float8"), "number"),
+    **dict.fromkeys(("text", "varchar", "bpchar", "char", "name"), "text"),
+    **dict.fromkeys(("date", "time", "timetz", "timestamp", "timestamptz"), "datetime"),
     "interval": "interval",
     "uuid": "uuid",
-    **dict.fromkeys(("json", "jsonb", "bytea", "xml", "inet", "cidr", "macaddr", "point", "tsvector"), "other"),
+    **dict.fromkeys(("json", "jsonb", "bytea", "inet", "cidr", "macaddr", "bit", "varbit"), "other"),
 }
-_FUNCTION_CATEGORIES: Mapping[str, Category] = {
-    "lower": "text", "upper": "text", "trim": "text", "substr": "text", "length": "number",
-    "char_length": "number", "abs": "number", "round": "number", "floor": "number", "ceil": "number",
-    "date_part": "number", "date_trunc": "datetime",
+"""Accepted cast target types (as PostgreSQL's parser names them, ``double precision`` is ``float8``),
+with their category."""
+
+_MAX_TYPMOD = 10485760
+_MAX_ARRAY_DIMENSIONS = 6
+_SESSION_VALUES = frozenset({
+    SQLValueFunctionOp.SVFOP_CURRENT_DATE, SQLValueFunctionOp.SVFOP_CURRENT_TIME,
+    SQLValueFunctionOp.SVFOP_CURRENT_TIME_N, SQLValueFunctionOp.SVFOP_CURRENT_TIMESTAMP,
+    SQLValueFunctionOp.SVFOP_CURRENT_TIMESTAMP_N, SQLValueFunctionOp.SVFOP_LOCALTIME,
+    SQLValueFunctionOp.SVFOP_LOCALTIME_N, SQLValueFunctionOp.SVFOP_LOCALTIMESTAMP,
+    SQLValueFunctionOp.SVFOP_LOCALTIMESTAMP_N,
+})
+_PREDICATES: Mapping[A_Expr_Kind, frozenset[str]] = {
+    A_Expr_Kind.AEXPR_LIKE: frozenset({"~~", "!~~"}),
+    A_Expr_Kind.AEXPR_ILIKE: frozenset({"~~*", "!~~*"}),
+    A_Expr_Kind.AEXPR_IN: frozenset({"=", "<>"}),
+    A_Expr_Kind.AEXPR_BETWEEN: frozenset({"BETWEEN"}),
+    A_Expr_Kind.AEXPR_NOT_BETWEEN: frozenset({"NOT BETWEEN"}),
+    A_Expr_Kind.AEXPR_BETWEEN_SYM: frozenset({"BETWEEN SYMMETRIC"}),
+    A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM: frozenset({"NOT BETWEEN SYMMETRIC"}),
+}
+"""The predicates written as operators in the tree, with the operator names the grammar gives them."""
+_PREFIX = "SELECT WHERE "
+_SHOWN_CHARS = 40
+_SHOWN_COLUMNS = 60
+
+ACCEPTED = (
+    "a boolean expression over the table's columns: comparisons (= <> != < <= > >=), AND, OR, NOT, "
+    "IS [NOT] NULL/TRUE/FALSE/UNKNOWN, IS [NOT] DISTINCT FROM, [NOT] IN (...), [NOT] BETWEEN, [NOT] LIKE/ILIKE, "
+    "op ANY/ALL(array), CASE, COALESCE, NULLIF, GREATEST, LEAST, the operators " + " ".join(OPERATORS)
+    + ", literals, casts, CURRENT_DATE, CURRENT_TIME, CURRENT_TIMESTAMP, LOCALTIME, LOCALTIMESTAMP and the "
+    "functions " + ", ".join(f"{name}()" for name in FUNCTIONS if name != "like_escape")
+)
+_ACCEPTED_TYPES = ("casts to " + ", ".join(CAST_TYPES) + ", double precision (and arrays of them), unqualified "
+                   "or pg_catalog-qualified")
+_ACCEPTED_FUNCTIONS = "the functions " + ", ".join(f"{name}()" for name in FUNCTIONS if name != "like_escape")
+_ACCEPTED_CONDITION = ("a condition: a comparison, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE, AND, OR, NOT, "
+                       "a boolean column, TRUE or FALSE")
+
+_TYPE_CATEGORIES: Mapping[str, Category] = {
+    **CAST_TYPES,
+    **dict.fromkeys(("double precision", "money", "oid", "smallserial", "serial", "bigserial", "serial2", "serial4",
+                     "serial8"), "number"),
+    **dict.fromkeys(("character varying", "character", "citext"), "text"),
+    **dict.fromkeys(("time without time zone", "time with time zone", "timestamp without time zone",
+                     "timestamp with time zone"), "datetime"),
+    **dict.fromkeys(("xml", "point", "tsvector", "macaddr8"), "other"),
 }
 
 
-# --- the syntax tree ---------------------------------------------------------------------------------------
-# ``pos`` is the 0-based offset of the node's first character in the filter text (0 for built trees); it is
-# only used in error messages and takes no part in equality.
-
-
-@dataclass(frozen=True)
-class Column:
-    """A column reference; ``name`` is the column's exact name."""
-
-    name: str
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Number:
-    """An unsigned numeric literal, kept as written (``42``, ``1.5``, ``.5``, ``1e3``)."""
-
-    text: str
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class String:
-    """A string literal; ``value`` is the decoded text."""
-
-    value: str
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Bool:
-    """``TRUE`` or ``FALSE``."""
-
-    value: bool
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Null:
-    """``NULL``."""
-
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class TypedLiteral:
-    """``DATE '2026-01-01'`` and the like; ``type_name`` is one of date, time, timestamp, timestamptz, interval."""
-
-    type_name: str
-    value: str
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Unary:
-    """``-x`` or ``+x``."""
-
-    op: Literal["-", "+"]
-    operand: Expr
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Arith:
-    """``left op right`` with op one of ``+ - * / %``."""
-
-    left: Expr
-    op: ArithOp
-    right: Expr
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Compare:
-    """``left op right``; op is one of ``= <> < <= > >=`` (``!=`` is read as ``<>``)."""
-
-    left: Expr
-    op: CompareOp
-    right: Expr
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class BoolOp:
-    """``a AND b AND ...`` or ``a OR b OR ...`` (at least two items)."""
-
-    op: Literal["AND", "OR"]
-    items: tuple[Expr, ...]
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Not:
-    """``NOT x``."""
-
-    operand: Expr
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class IsTest:
-    """``x IS [NOT] NULL | TRUE | FALSE``."""
-
-    operand: Expr
-    negated: bool
-    what: Literal["NULL", "TRUE", "FALSE"]
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class InList:
-    """``x [NOT] IN (literal, ...)``."""
-
-    operand: Expr
-    negated: bool
-    items: tuple[Expr, ...]
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Between:
-    """``x [NOT] BETWEEN low AND high``."""
-
-    operand: Expr
-    negated: bool
-    low: Expr
-    high: Expr
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Like:
-    """``x [NOT] LIKE | ILIKE 'pattern'``."""
-
-    operand: Expr
-    negated: bool
-    op: Literal["LIKE", "ILIKE"]
-    pattern: String
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Cast:
-    """``CAST(x AS type)``; ``type_name`` is canonical, modifiers included (``numeric(10,2)``)."""
-
-    operand: Expr
-    type_name: str
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Call:
-    """``name(args)`` for a function of ``FUNCTIONS``."""
-
-    name: str
-    args: tuple[Expr, ...]
-    pos: int = field(default=0, kw_only=True, compare=False, repr=False)
-
-
-Expr = (Column | Number | String | Bool | Null | TypedLiteral | Unary | Arith | Compare | BoolOp | Not | IsTest
-        | InList | Between | Like | Cast | Call)
-
-
-# --- public API --------------------------------------------------------------------------------------------
-
-
-def compile_filter(text: str, columns: Mapping[str, str]) -> str:
+def compile_filter(text: str, sql_types: Mapping[str, str]) -> str:
     """Check ``text`` and return it as normalized SQL, or raise ``SignalError`` saying what is wrong.
 
-    ``columns`` maps each column name of the table to its PostgreSQL type name (``int4``, ``text``,
-    ``timestamp with time zone``...); the types only serve to reject conditions that are detectably not
-    boolean (``WHERE name``). The result is a boolean expression using only the constructs in the module
-    docstring; wrap it in parentheses when combining it with other conditions. Never raises anything but
-    ``SignalError``, whatever ``text`` is.
+    ``sql_types`` maps each column name of the table to its PostgreSQL type name (``integer``, ``text``,
+    ``timestamp with time zone``...); the names are the columns a filter may use, the types only serve to
+    reject conditions that are detectably not boolean (``WHERE name``). The result is PostgreSQL's reading of
+    ``text`` written back by its deparser: a single boolean expression using only the constructs in the module
+    docstring, with every ``%`` meant literally (run it without a driver parameter list). Wrap it in parentheses
+    when combining it with other conditions. Never raises anything but ``SignalError``, whatever ``text`` is;
+    the work is bounded by ``MAX_LENGTH`` and ``MAX_DEPTH``.
     """
-    tree = parse_filter(text, columns)
-    try:
-        return render(tree)
-    except RecursionError:  # pragma: no cover - parse_filter bounds the depth
-        raise SignalError(f"filter: too deeply nested; accepted: at most {MAX_DEPTH} levels of nesting") from None
-
-
-def parse_filter(text: str, columns: Mapping[str, str]) -> Expr:
-    """Parse and check ``text`` (see ``compile_filter``) and return its syntax tree."""
     if not isinstance(text, str):
-        raise SignalError(f"filter: expected a string, got {type(text).__name__}; accepted: {_ACCEPTED_SYNTAX}")
+        raise SignalError(f"filter: expected a string, got {type(text).__name__}; accepted: {ACCEPTED}")
     if len(text) > MAX_LENGTH:
         raise SignalError(f"filter: {len(text)} characters long; accepted: at most {MAX_LENGTH} characters")
-    if not text.strip(_WHITESPACE):
-        raise SignalError(f"filter: empty; accepted: {_ACCEPTED_SYNTAX}")
+    if not text.strip():
+        raise SignalError(f"filter: empty; accepted: {ACCEPTED}")
     try:
-        tokens = _Lexer(text).tokens()
-        tree = _Parser(tokens, columns).parse()
-        _check_tree_depth(tree)
-        _Checker(columns).condition(tree, "the filter")
-    except RecursionError:
-        raise SignalError(f"filter: too deeply nested; accepted: at most {MAX_DEPTH} levels of nesting") from None
-    return tree
-
-
-def render(node: Expr) -> str:
-    """Normalized SQL text of ``node``: quoted identifiers, upper-case keywords, minimal parentheses.
-
-    Rendering does not validate: only trees returned by ``parse_filter`` are known to be safe.
-    """
-    match node:
-        case Column(name=name):
-            return _quote_identifier(name)
-        case Number(text=text):
-            return text
-        case String(value=value):
-            return _quote_string(value)
-        case Bool(value=value):
-            return "TRUE" if value else "FALSE"
-        case Null():
-            return "NULL"
-        case TypedLiteral(type_name=type_name, value=value):
-            return f"{type_name.upper()} {_quote_string(value)}"
-        case Unary(op=op, operand=operand):
-            return op + _wrap(operand, _precedence(operand) < _PRIMARY)
-        case Arith(left=left, op=op, right=right):
-            level = _precedence(node)
-            return f"{_wrap(left, _precedence(left) < level)} {op} {_wrap(right, _precedence(right) <= level)}"
-        case Compare(left=left, op=op, right=right):
-            return f"{_wrap(left, _precedence(left) <= _COMPARE)} {op} {_wrap(right, _precedence(right) <= _COMPARE)}"
-        case BoolOp(op=op, items=items):
-            level = _precedence(node)
-            return f" {op} ".join(_wrap(item, _precedence(item) <= level) for item in items)
-        case Not(operand=operand):
-            return "NOT " + _wrap(operand, _precedence(operand) < _NOT)
-        case IsTest(operand=operand, negated=negated, what=what):
-            return f"{_wrap(operand, _precedence(operand) <= _IS)} IS {'NOT ' if negated else ''}{what}"
-        case InList(operand=operand, negated=negated, items=items):
-            listed = ", ".join(render(item) for item in items)
-            return f"{_wrap(operand, _precedence(operand) <= _PREDICATE)} {'NOT ' if negated else ''}IN ({listed})"
-        case Between(operand=operand, negated=negated, low=low, high=high):
-            bounds = f"{_wrap(low, _precedence(low) < _SUM)} AND {_wrap(high, _precedence(high) < _SUM)}"
-            return f"{_wrap(operand, _precedence(operand) <= _PREDICATE)} {'NOT ' if negated else ''}BETWEEN {bounds}"
-        case Like(operand=operand, negated=negated, op=op, pattern=pattern):
-            return (f"{_wrap(operand, _precedence(operand) <= _PREDICATE)} {'NOT ' if negated else ''}{op} "
-                    f"{render(pattern)}")
-        case Cast(operand=operand, type_name=type_name):
-            return f"CAST({render(operand)} AS {type_name})"
-        case Call(name=name, args=args):
-            return f"{name}({', '.join(render(arg) for arg in args)})"
-    raise TypeError(f"not a filter node: {node!r}")  # pragma: no cover - exhaustive above
-
-
-# --- rendering helpers -------------------------------------------------------------------------------------
-
-_OR, _AND, _NOT, _IS, _COMPARE, _PREDICATE, _SUM, _PRODUCT, _UNARY, _PRIMARY = range(1, 11)
-
-
-def _precedence(node: Expr) -> int:
-    """PostgreSQL's binding strength of ``node``'s outermost operator (higher binds tighter)."""
-    match node:
-        case BoolOp(op="OR"):
-            return _OR
-        case BoolOp():
-            return _AND
-        case Not():
-            return _NOT
-        case IsTest():
-            return _IS
-        case Compare():
-            return _COMPARE
-        case InList() | Between() | Like():
-            return _PREDICATE
-        case Arith(op="+" | "-"):
-            return _SUM
-        case Arith():
-            return _PRODUCT
-        case Unary():
-            return _UNARY
-    return _PRIMARY
-
-
-def _wrap(node: Expr, parenthesize: bool) -> str:
-    text = render(node)
-    return f"({text})" if parenthesize else text
-
-
-def _quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _quote_string(value: str) -> str:
-    if "\\" in value:
-        return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _show(text: str) -> str:
-    shown = text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
-    return repr(shown)
-
-
-def _at(pos: int | None) -> str:
-    return "at the end of the filter" if pos is None else f"at character {pos + 1}"
-
-
-def _error(problem: str, pos: int | None, accepted: str) -> SignalError:
-    return SignalError(f"filter: {problem} {_at(pos)}; accepted: {accepted}")
-
-
-def _fold(word: str) -> str:
-    """PostgreSQL's folding of an unquoted identifier: ASCII letters to lower case, nothing else."""
-    return "".join(chr(ord(char) + 32) if "A" <= char <= "Z" else char for char in word)
-
-
-# --- lexer -------------------------------------------------------------------------------------------------
-
-TokenKind = Literal["word", "qident", "string", "number", "op", "end"]
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: TokenKind
-    value: str  # word: folded; qident: exact name; string: decoded; number/op: as written
-    raw: str  # as written
-    pos: int
-
-
-def _ident_start(char: str) -> bool:
-    return ("a" <= char <= "z") or ("A" <= char <= "Z") or char == "_" or ord(char) >= 0x80
-
-
-def _ident_continue(char: str) -> bool:
-    return _ident_start(char) or "0" <= char <= "9"
-
-
-def _digit(char: str) -> bool:
-    return "0" <= char <= "9"
-
-
-class _Lexer:
-    """Splits the text into tokens, refusing everything that is not part of the accepted grammar."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def tokens(self) -> list[_Token]:
-        text, i = self.text, 0
-        out: list[_Token] = []
-        for index, char in enumerate(text):
-            if char == "\x00" or 0xD800 <= ord(char) <= 0xDFFF:
-                raise _error(f"invalid character {char!r}", index, "text without NUL characters or lone surrogates")
-        while i < len(text):
-            char = text[i]
-            if char in _WHITESPACE:
-                i += 1
-            elif text.startswith("--", i) or text.startswith("/*", i):
-                raise _error(f"comment {_show(text[i:i + 2])}", i,
-                             "no comments: the filter is a single boolean expression")
-            elif char == ";":
-                raise _error("statement separator ';'", i, "a single boolean expression, without ';'")
-            elif char == "$":
-                raise _error(f"'$' ({_show(text[i:i + 10])})", i,
-                             "no dollar quoting and no $n parameters; write strings as 'text' with '' for a quote")
-            elif char == "'":
-                value, end = self._string(i, i, backslash_escapes=False)
-                out.append(_Token("string", value, text[i:end], i))
-                i = end
-            elif char == '"':
-                i = self._quoted_identifier(i, out)
-            elif _digit(char) or (char == "." and i + 1 < len(text) and _digit(text[i + 1])):
-                i = self._number(i, out)
-            elif _ident_start(char):
-                i = self._word(i, out)
-            else:
-                i = self._operator(i, out)
-        out.append(_Token("end", "", "", len(text)))
-        return out
-
-    def _string(self, start: int, quote: int, backslash_escapes: bool) -> tuple[str, int]:
-        """Read the string whose opening quote is at ``quote``; return (value, offset after it)."""
-        text, i = self.text, quote + 1
-        parts: list[str] = []
-        while i < len(text):
-            char = text[i]
-            if char == "'":
-                if text.startswith("''", i):
-                    parts.append("'")
-                    i += 2
-                    continue
-                return "".join(parts), i + 1
-            if char == "\\" and backslash_escapes:
-                if i + 1 >= len(text):
-                    break
-                escaped = text[i + 1]
-                if escaped in "01234567xuU":
-                    raise _error(f"numeric escape {_show(text[i:i + 6])} in an E'' string", i,
-                                 "the escapes \\\\ \\' \\b \\f \\n \\r \\t, or plain characters")
-                parts.append(_SIMPLE_ESCAPES.get(escaped, escaped))
-                i += 2
-                continue
-            parts.append(char)
-            i += 1
-        raise _error(f"unterminated string {_show(text[start:])}", start,
-                     "strings closed by ' (write a quote inside a string as '')")
-
-    def _quoted_identifier(self, start: int, out: list[_Token]) -> int:
-        text, i = self.text, start + 1
-        parts: list[str] = []
-        while i < len(text):
-            if text[i] == '"':
-                if text.startswith('""', i):
-                    parts.append('"')
-                    i += 2
-                    continue
-                name = "".join(parts)
-                if not name:
-                    raise _error('empty quoted identifier ""', start, "a column name between double quotes")
-                out.append(_Token("qident", name, text[start:i + 1], start))
-                return i + 1
-            parts.append(text[i])
-            i += 1
-        raise _error(f"unterminated quoted identifier {_show(text[start:])}", start,
-                     'column names closed by " (write a double quote inside as "")')
-
-    def _number(self, start: int, out: list[_Token]) -> int:
-        text, i = self.text, start
-        while i < len(text) and _digit(text[i]):
-            i += 1
-        if i < len(text) and text[i] == ".":
-            i += 1
-            while i < len(text) and _digit(text[i]):
-                i += 1
-        if i < len(text) and text[i] in "eE":
-            j = i + 1
-            if j < len(text) and text[j] in "+-":
-                j += 1
-            if j < len(text) and _digit(text[j]):
-                i = j
-                while i < len(text) and _digit(text[i]):
-                    i += 1
-        if i < len(text) and (_ident_continue(text[i]) or text[i] in "$."):
-            raise _error(f"malformed number {_show(text[start:i + 1])}", start,
-                         "decimal numbers such as 42, 1.5, .5 or 1e3")
-        out.append(_Token("number", text[start:i], text[start:i], start))
-        return i
-
-    def _word(self, start: int, out: list[_Token]) -> int:
-        text, i = self.text, start
-        while i < len(text) and _ident_continue(text[i]):
-            i += 1
-        word = text[start:i]
-        if i < len(text) and text[i] == "$":
-            raise _error(f"'$' in {_show(text[start:i + 1])}", i,
-                         "identifiers made of letters, digits and _ (quote other column names)")
-        folded = _fold(word)
-        if i < len(text) and text[i] == "'" and folded in ("e", "b", "x", "n", "u"):
-            if folded != "e":
-                raise _error(f"{word}'' string constant", start, "'text' or E'text' strings")
-            value, end = self._string(start, i, backslash_escapes=True)
-            out.append(_Token("string", value, text[start:end], start))
-            return end
-        out.append(_Token("word", folded, word, start))
-        return i
-
-    def _operator(self, start: int, out: list[_Token]) -> int:
-        text = self.text
-        two = text[start:start + 2]
-        if two in ("::", "<=", ">=", "<>", "!="):
-            out.append(_Token("op", two, two, start))
-            return start + 2
-        char = text[start]
-        if char in "=<>+-*/%(),":
-            out.append(_Token("op", char, char, start))
-            return start + 1
-        if char == ".":
-            raise _error("'.'", start, "plain column names (no table or schema qualification)")
-        if char == ":":
-            raise _error("':'", start, "'::' casts (no :name parameters)")
-        raise _error(f"unexpected character {char!r}", start, _ACCEPTED_SYNTAX)
-
-
-# --- parser ------------------------------------------------------------------------------------------------
-
-
-class _Parser:
-    """Recursive descent over the grammar of the module docstring, with PostgreSQL's precedence."""
-
-    def __init__(self, tokens: Sequence[_Token], columns: Mapping[str, str]) -> None:
-        self.tokens = tokens
-        self.columns = columns
-        self.index = 0
-        self.depth = 0
-
-    # token helpers
-
-    @property
-    def token(self) -> _Token:
-        return self.tokens[self.index]
-
-    def _advance(self) -> _Token:
-        token = self.tokens[self.index]
-        if token.kind != "end":
-            self.index += 1
-        return token
-
-    def _peek(self, ahead: int = 1) -> _Token:
-        return self.tokens[min(self.index + ahead, len(self.tokens) - 1)]
-
-    def _is_word(self, *words: str, token: _Token | None = None) -> bool:
-        token = token or self.token
-        return token.kind == "word" and token.value in words
-
-    def _is_op(self, *ops: str, token: _Token | None = None) -> bool:
-        token = token or self.token
-        return token.kind == "op" and token.value in ops
-
-    def _expect_op(self, op: str, context: str) -> _Token:
-        if not self._is_op(op):
-            raise self._unexpected(f"'{op}' {context}")
-        return self._advance()
-
-    def _pos(self, token: _Token) -> int | None:
-        return None if token.kind == "end" else token.pos
-
-    def _unexpected(self, expected: str) -> SignalError:
-        token = self.token
-        if token.kind == "end":
-            return _error(f"missing {expected}", None, _ACCEPTED_SYNTAX)
-        if token.kind == "word" and token.value in _RESERVED | _SQL_WORDS and token.value not in _GRAMMAR_WORDS:
-            return self._keyword_error(token)
-        return _error(f"unexpected {_show(token.raw)} where {expected} is expected", token.pos, _ACCEPTED_SYNTAX)
-
-    def _keyword_error(self, token: _Token) -> SignalError:
-        word = token.raw.upper()
-        if token.value in ("select", "exists", "values", "from", "union", "with", "array"):
-            return _error(f"SQL keyword {word} (subqueries are not accepted)", token.pos, _ACCEPTED_KEYWORDS)
-        if token.value in ("isnull", "notnull"):
-            return _error(f"SQL keyword {word}", token.pos, "IS NULL / IS NOT NULL")
-        return _error(f"SQL keyword {word}", token.pos, _ACCEPTED_KEYWORDS)
-
-    def _nest(self, token: _Token) -> None:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise _error(f"more than {MAX_DEPTH} levels of nesting", token.pos,
-                         f"at most {MAX_DEPTH} levels of parentheses, function calls, NOT and signs")
-
-    # grammar
-
-    def parse(self) -> Expr:
-        tree = self._condition()
-        if self.token.kind != "end":
-            if self._is_op(")"):
-                raise _error("unbalanced ')'", self.token.pos, "parentheses that match")
-            raise self._unexpected("an operator or the end of the filter")
-        return tree
-
-    def _condition(self) -> Expr:
-        return self._or()
-
-    def _or(self) -> Expr:
-        start = self.token
-        items = [self._and()]
-        while self._is_word("or"):
-            self._advance()
-            items.append(self._and())
-        return items[0] if len(items) == 1 else BoolOp("OR", tuple(items), pos=start.pos)
-
-    def _and(self) -> Expr:
-        start = self.token
-        items = [self._not()]
-        while self._is_word("and"):
-            self._advance()
-            items.append(self._not())
-        return items[0] if len(items) == 1 else BoolOp("AND", tuple(items), pos=start.pos)
-
-    def _not(self) -> Expr:
-        if self._is_word("not"):
-            token = self._advance()
-            self._nest(token)
-            operand = self._not()
-            self.depth -= 1
-            return Not(operand, pos=token.pos)
-        return self._is()
-
-    def _is(self) -> Expr:
-        start = self.token
-        operand = self._compare()
-        if not self._is_word("is"):
-            return operand
-        self._advance()
-        negated = self._is_word("not")
-        if negated:
-            self._advance()
-        if not self._is_word("null", "true", "false"):
-            if self._is_word("distinct", "unknown", "document", "normalized", "json", "of"):
-                raise _error(f"IS {'NOT ' if negated else ''}{self.token.raw.upper()}", self.token.pos,
-                             "IS [NOT] NULL, IS [NOT] TRUE, IS [NOT] FALSE")
-            raise self._unexpected("NULL, TRUE or FALSE after IS")
-        what = self._advance().value.upper()
-        node = IsTest(operand, negated, "NULL" if what == "NULL" else "TRUE" if what == "TRUE" else "FALSE",
-                      pos=start.pos)
-        if self._is_word("is"):
-            raise _error("a second IS", self.token.pos, "one IS test per operand; add parentheses: (x IS NULL) IS ...")
-        return node
-
-    def _compare(self) -> Expr:
-        start = self.token
-        left = self._predicate()
-        if self.token.kind != "op" or self.token.value not in _COMPARISONS:
-            return left
-        op = _COMPARISONS[self._advance().value]
-        right = self._predicate()
-        if self.token.kind == "op" and self.token.value in _COMPARISONS:
-            raise _error(f"chained comparison {_show(self.token.raw)}", self.token.pos,
-                         "one comparison per operand pair; combine comparisons with AND/OR")
-        return Compare(left, op, right, pos=start.pos)
-
-    def _predicate(self) -> Expr:
-        start = self.token
-        operand = self._sum()
-        negated = False
-        if self._is_word("not"):
-            if not self._is_word("in", "between", "like", "ilike", token=self._peek()):
-                self._advance()
-                raise self._unexpected("IN, BETWEEN, LIKE or ILIKE after NOT")
-            self._advance()
-            negated = True
-        node: Expr
-        if self._is_word("in"):
-            node = InList(operand, negated, self._in_items(), pos=start.pos)
-        elif self._is_word("between"):
-            self._advance()
-            if self._is_word("symmetric", "asymmetric"):
-                raise _error(f"BETWEEN {self.token.raw.upper()}", self.token.pos, "x [NOT] BETWEEN low AND high")
-            low = self._sum()
-            if not self._is_word("and"):
-                raise self._unexpected("AND of BETWEEN")
-            self._advance()
-            node = Between(operand, negated, low, self._sum(), pos=start.pos)
-        elif self._is_word("like", "ilike"):
-            op: Literal["LIKE", "ILIKE"] = "LIKE" if self._advance().value == "like" else "ILIKE"
-            pattern_token = self.token
-            if pattern_token.kind != "string":
-                raise self._unexpected(f"a 'pattern' string after {op}")
-            self._advance()
-            node = Like(operand, negated, op, String(pattern_token.value, pos=pattern_token.pos), pos=start.pos)
-        else:
-            return operand
-        if self._is_word("in", "between", "like", "ilike", "not", "similar", "escape"):
-            test = {InList: "IN", Between: "BETWEEN", Like: "LIKE"}.get(type(node), "")
-            raise _error(f"{self.token.raw.upper()} right after an {test} test", self.token.pos,
-                         "one IN/BETWEEN/LIKE test per operand (no ESCAPE, no SIMILAR TO); add parentheses")
-        return node
-
-    def _in_items(self) -> tuple[Expr, ...]:
-        self._advance()
-        self._expect_op("(", "after IN")
-        items: list[Expr] = []
-        while True:
-            start = self.token
-            if self._is_word("select", "values", "with"):
-                raise self._keyword_error(start)
-            item = self._sum()
-            if not _is_literal(item):
-                raise _error(f"{_show(start.raw)} in an IN list", start.pos,
-                             "IN (literal, ...): numbers, 'strings', TRUE, FALSE, NULL, typed literals")
-            items.append(item)
-            if self._is_op(","):
-                self._advance()
-                continue
-            self._expect_op(")", "or ',' in the IN list")
-            return tuple(items)
-
-    def _sum(self) -> Expr:
-        start = self.token
-        node = self._product()
-        while self._is_op("+", "-"):
-            op = _SUMS[self._advance().value]
-            node = Arith(node, op, self._product(), pos=start.pos)
-        return node
-
-    def _product(self) -> Expr:
-        start = self.token
-        node = self._unary()
-        while self._is_op("*", "/", "%"):
-            op = _PRODUCTS[self._advance().value]
-            node = Arith(node, op, self._unary(), pos=start.pos)
-        return node
-
-    def _unary(self) -> Expr:
-        if self._is_op("+", "-"):
-            token = self._advance()
-            self._nest(token)
-            operand = self._unary()
-            self.depth -= 1
-            return Unary("-" if token.value == "-" else "+", operand, pos=token.pos)
-        return self._cast()
-
-    def _cast(self) -> Expr:
-        start = self.token
-        node = self._primary()
-        while self._is_op("::"):
-            self._advance()
-            node = Cast(node, self._type(), pos=start.pos)
-        return node
-
-    def _type(self) -> str:
-        token = self.token
-        if token.kind != "word":
-            raise self._unexpected("a type name")
-        self._advance()
-        name = token.value
-        if name in ("double", "character") and self._is_word("precision" if name == "double" else "varying"):
-            name = f"{name} {self._advance().value}"
-        canonical = CAST_TYPES.get(name)
-        if canonical is None:
-            raise _error(f"type {_show(token.raw)}", token.pos, _ACCEPTED_TYPES)
-        if self._is_op("("):
-            limit = _MODIFIERS.get(canonical, 0)
-            if not limit:
-                raise _error(f"a modifier on type {canonical}", self.token.pos,
-                             "modifiers only on " + ", ".join(_MODIFIERS))
-            self._advance()
-            values: list[str] = []
-            while True:
-                number = self.token
-                if number.kind != "number" or not number.value.isdigit():
-                    raise self._unexpected(f"an integer modifier of {canonical}")
-                values.append(str(int(number.value)))
-                self._advance()
-                if self._is_op(",") and len(values) < limit:
-                    self._advance()
-                    continue
-                self._expect_op(")", f"after the modifiers of {canonical}")
-                break
-            canonical = f"{canonical}({','.join(values)})"
-        return canonical
-
-    def _primary(self) -> Expr:
-        token = self.token
-        if token.kind == "number":
-            self._advance()
-            return Number(token.value, pos=token.pos)
-        if token.kind == "string":
-            self._advance()
-            if self.token.kind == "string":
-                raise _error(f"string {_show(self.token.raw)} right after another string", self.token.pos,
-                             "one string literal per value (no implicit concatenation)")
-            return String(token.value, pos=token.pos)
-        if token.kind == "qident":
-            return self._quoted_column(token)
-        if self._is_op("("):
-            self._advance()
-            self._nest(token)
-            if self._is_word("select", "values", "with", "table"):
-                raise self._keyword_error(self.token)
-            inner = self._condition()
-            self._expect_op(")", "to close the parenthesis")
-            self.depth -= 1
-            return inner
-        if token.kind == "word":
-            return self._word(token)
-        if token.kind == "end":
-            raise self._unexpected("a value")
-        raise self._unexpected("a value (column, literal, function call or parenthesis)")
-
-    def _word(self, token: _Token) -> Expr:
-        word = token.value
-        following = self._peek()
-        if word in ("true", "false"):
-            self._advance()
-            return Bool(word == "true", pos=token.pos)
-        if word == "null":
-            self._advance()
-            return Null(pos=token.pos)
-        if word in _TYPED_LITERALS and following.kind == "string":
-            self._advance()
-            self._advance()
-            return TypedLiteral(word, following.value, pos=token.pos)
-        if word == "cast" and self._is_op("(", token=following):
-            return self._cast_call(token)
-        if self._is_op("(", token=following):
-            return self._call(token)
-        if word in _RESERVED:
-            raise self._keyword_error(token)
-        if word in self.columns:
-            self._advance()
-            return Column(word, pos=token.pos)
-        if word in _SQL_WORDS:
-            raise self._keyword_error(token)
-        raise _error(f"unknown column {_show(token.raw)}{self._column_hint(word)}", token.pos, self._columns_text())
-
-    def _quoted_column(self, token: _Token) -> Expr:
-        if self._is_op("(", token=self._peek()):
-            raise _error(f"quoted function name {token.raw}", token.pos, _ACCEPTED_FUNCTIONS + " (unquoted)")
-        if token.value in self.columns:
-            self._advance()
-            return Column(token.value, pos=token.pos)
-        hint = ""
-        matches = [name for name in self.columns if name.casefold() == token.value.casefold()]
-        if matches:
-            hint = f" (quoted identifiers are case-sensitive: did you mean {_quote_identifier(matches[0])}?)"
-        raise _error(f"unknown column {token.raw}{hint}", token.pos, self._columns_text())
-
-    def _column_hint(self, folded: str) -> str:
-        matches = [name for name in self.columns if name.casefold() == folded.casefold()]
-        if matches:
-            return (f" (unquoted names fold to lower case: write {_quote_identifier(matches[0])} "
-                    "to match that column)")
-        return ""
-
-    def _columns_text(self) -> str:
-        names = list(self.columns)
-        if not names:
-            return "columns of the table, which has none"
-        shown = ", ".join(names[:_SHOWN_COLUMNS])
-        more = f" and {len(names) - _SHOWN_COLUMNS} more" if len(names) > _SHOWN_COLUMNS else ""
-        return f"columns of the table: {shown}{more}"
-
-    def _cast_call(self, token: _Token) -> Expr:
-        self._advance()
-        self._advance()
-        self._nest(token)
-        operand = self._condition()
-        if not self._is_word("as"):
-            raise self._unexpected("AS in CAST(x AS type)")
-        self._advance()
-        type_name = self._type()
-        self._expect_op(")", "to close CAST(")
-        self.depth -= 1
-        return Cast(operand, type_name, pos=token.pos)
-
-    def _call(self, token: _Token) -> Expr:
-        name = token.value
-        if name not in FUNCTIONS:
-            if name in _HINTED_FUNCTIONS:
-                raise _error(f"function {_show(token.raw)}", token.pos, _HINTED_FUNCTIONS[name])
-            if name in _RESERVED or name in _SQL_WORDS:
-                raise self._keyword_error(token)
-            raise _error(f"unknown function {_show(token.raw)}", token.pos, _ACCEPTED_FUNCTIONS)
-        self._advance()
-        self._advance()
-        self._nest(token)
-        args: list[Expr] = []
-        if not self._is_op(")"):
-            while True:
-                if self._is_word("distinct", "all", "variadic", "select", "from", "both", "leading", "trailing"):
-                    raise self._keyword_error(self.token)
-                args.append(self._condition())
-                if self._is_op(","):
-                    self._advance()
-                    continue
-                break
-        self._expect_op(")", f"or ',' in the arguments of {name}(")
-        self.depth -= 1
-        low, high = FUNCTIONS[name]
-        if len(args) < low or (high is not None and len(args) > high):
-            count = f"{low}" if low == high else f"{low} or more" if high is None else f"{low} to {high}"
-            raise _error(f"{name}() with {len(args)} argument{'s' if len(args) != 1 else ''}", token.pos,
-                         f"{name}() takes {count} argument{'s' if count != '1' else ''}")
-        return Call(name, tuple(args), pos=token.pos)
-
-
-def _children(node: Expr) -> tuple[Expr, ...]:
-    match node:
-        case Unary(operand=operand) | Not(operand=operand) | IsTest(operand=operand) | Cast(operand=operand):
-            return (operand,)
-        case Arith(left=left, right=right) | Compare(left=left, right=right):
-            return (left, right)
-        case BoolOp(items=items) | Call(args=items):
-            return items
-        case InList(operand=operand, items=items):
-            return (operand, *items)
-        case Between(operand=operand, low=low, high=high):
-            return (operand, low, high)
-        case Like(operand=operand, pattern=pattern):
-            return (operand, pattern)
-    return ()
-
-
-def _check_tree_depth(tree: Expr) -> None:
-    """Refuse trees deeper than ``MAX_TREE_DEPTH`` (walked without recursion)."""
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_TREE_DEPTH:
-            raise _error(f"an expression nested more than {MAX_TREE_DEPTH} operators deep", node.pos,
-                         "shorter chains of operators and casts, or fewer nested parentheses")
-        stack.extend((child, depth + 1) for child in _children(node))
-
-
-def _is_literal(node: Expr) -> bool:
-    if isinstance(node, (Number, String, Bool, Null, TypedLiteral)):
-        return True
-    return isinstance(node, Unary) and isinstance(node.operand, Number)
-
-
-# --- checker -----------------------------------------------------------------------------------------------
+        where = _parse(text)
+        _Checker(text, sql_types).condition(where, "the filter", len(text) - len(text.lstrip()))
+        _audit(text, where, sql_types)
+        return _deparse(text, where)
+    except RecursionError:  # pragma: no cover - _parse bounds the depth first
+        raise SignalError(f"filter: an expression nested too deeply; accepted: a syntax tree at most {MAX_DEPTH} "
+                          "levels deep") from None
 
 
 def type_category(pg_type: str) -> Category:
@@ -1082,98 +201,395 @@ def type_category(pg_type: str) -> Category:
     return _TYPE_CATEGORIES.get(" ".join(name.split()), "unknown")
 
 
+# --- parsing ---------------------------------------------------------------------------------------------------
+
+
+def _error(text: str, problem: str, pos: int | None, accepted: str) -> NoReturn:
+    """Raise the ``SignalError`` for ``problem`` at 0-based character ``pos`` of ``text`` (None: its end)."""
+    if pos is None or pos >= len(text.rstrip()):
+        where = "" if "end of input" in problem else " at the end of the filter"
+    else:
+        pos = max(pos, 0)
+        where = f" at character {pos + 1} ({_show(text[pos:pos + _SHOWN_CHARS])})"
+    raise SignalError(f"filter: {problem}{where}; accepted: {accepted}")
+
+
+def _show(snippet: str) -> str:
+    return repr(snippet if len(snippet) < _SHOWN_CHARS else snippet[:_SHOWN_CHARS] + "...")
+
+
+def _parse(text: str) -> ast.Node:
+    """PostgreSQL's syntax tree of the condition ``text``; refuses what is not one expression."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        _error(text, "a NUL character", nul, "text without NUL characters")
+    query = _PREFIX + text
+    try:
+        tokens = parser.scan(query)
+    except parser.ParseError as exc:
+        _error(text, f"unreadable: {exc.args[0]}", _offset(exc), ACCEPTED)
+    _check_tokens(text, tokens)
+    try:
+        _check_depth(text, parser.parse_sql_json(query))
+        statements = parser.parse_sql(query)
+    except parser.ParseError as exc:
+        _error(text, f"not an SQL expression: {exc.args[0]}", _offset(exc), ACCEPTED)
+    statement = statements[0].stmt if len(statements) == 1 else None
+    if not isinstance(statement, ast.SelectStmt):  # pragma: no cover - ';' is refused above
+        _error(text, "more than one statement", None, "a single boolean expression")
+    _check_alone(text, statement, tokens)
+    where: ast.Node = statement.whereClause  # type: ignore[assignment]  # _check_alone refuses None
+    return where
+
+
+def _offset(exc: parser.ParseError) -> int | None:
+    location = exc.args[1] if len(exc.args) > 1 else None
+    return location - len(_PREFIX) if isinstance(location, int) else None
+
+
+def _check_tokens(text: str, tokens: list[parser.Token]) -> None:
+    """Refuse comments, statement separators and ``$n`` parameters, with their position."""
+    for token in tokens[2:]:
+        start = token.start - len(_PREFIX)
+        if token.name in ("SQL_COMMENT", "C_COMMENT"):
+            _error(text, f"comment {text[start:start + 2]!r}", start, "no comments")
+        if token.name == "ASCII_59":
+            _error(text, "statement separator ';'", start, "a single boolean expression, no ';'")
+        if token.name == "PARAM":
+            _error(text, f"parameter {text[start:token.end - len(_PREFIX) + 1]!r}", start, "no $n parameters")
+
+
+_JSON_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}]+')
+
+
+def _check_depth(text: str, tree_json: str) -> None:
+    """Refuse trees deeper than ``MAX_DEPTH`` before pglast builds (recursively) its Python objects.
+
+    Each expression level is two JSON objects (``{"A_Expr": {...}}``), a list one more; the statement
+    wrapper takes 6 levels (not counted)."""
+    brackets = _JSON_STRUCTURE.sub("", tree_json)
+    depth = max(itertools.accumulate(1 if char in "[{" else -1 for char in brackets), default=0) - 6
+    if depth > MAX_DEPTH:
+        raise SignalError(f"filter: an expression nested too deeply (a syntax tree {depth} levels deep); accepted: "
+                          f"at most {MAX_DEPTH} levels, about 48 nested operators or 32 nested function calls "
+                          "(long AND/OR chains and IN lists are fine)")
+
+
+_TEMPLATE = parser.parse_sql(_PREFIX + "TRUE")[0].stmt
+_SELECT_FIELDS: tuple[str, ...] = tuple(vars(ast.SelectStmt)["__slots__"])
+
+
+def _check_alone(text: str, statement: ast.SelectStmt, tokens: list[parser.Token]) -> None:
+    """Refuse anything after the condition that made it more than ``SELECT WHERE condition``."""
+    for name in _SELECT_FIELDS:
+        if name != "whereClause" and getattr(statement, name, None) != getattr(_TEMPLATE, name, None):
+            break
+    else:
+        if statement.whereClause is not None:
+            return
+    depth = 0
+    for token in tokens[2:]:
+        depth += {"ASCII_40": 1, "ASCII_41": -1}.get(token.name, 0)
+        if depth == 0 and token.name in _CLAUSES:
+            start = token.start - len(_PREFIX)
+            _error(text, f"{token.name.removesuffix('_P')} after the condition", start,
+                   "a single boolean expression (subqueries and query clauses are not accepted)")
+    _error(text, "a query clause after the condition", None,  # pragma: no cover - a clause has a keyword
+           "a single boolean expression (subqueries and query clauses are not accepted)")
+
+
+_CLAUSES = frozenset({"UNION", "INTERSECT", "EXCEPT", "ORDER", "GROUP_P", "HAVING", "WINDOW", "FOR", "LIMIT",
+                      "OFFSET", "FETCH", "INTO", "FROM", "WHERE"})
+
+
+def _node_pos(node: object) -> int | None:
+    """0-based character position of ``node`` in the filter: its own location (an operator's is the
+    operator's), else the leftmost location under it, else None."""
+    location = getattr(node, "location", None)
+    if isinstance(location, int) and location >= len(_PREFIX):
+        return location - len(_PREFIX)
+    return _leftmost(node)
+
+
+def _leftmost(node: object) -> int | None:
+    """0-based character position of the leftmost located node under ``node`` (itself included)."""
+    found = [location for item in _walk(node)
+             if isinstance(location := getattr(item, "location", None), int) and location >= len(_PREFIX)]
+    return min(found) - len(_PREFIX) if found else None
+
+
+def _walk(node: object) -> Iterator[object]:
+    """Every node under ``node``, breadth first (iterative)."""
+    queue: deque[object] = deque([node])
+    while queue:
+        item = queue.popleft()
+        if isinstance(item, tuple | list):
+            queue.extend(item)
+        elif isinstance(item, ast.Node):
+            yield item
+            queue.extend(getattr(item, name, None) for name in vars(type(item)).get("__slots__", ()))
+
+
+_AUDITED = (ast.A_Expr, ast.A_Const, ast.ColumnRef, ast.TypeCast, ast.TypeName, ast.BoolExpr, ast.NullTest,
+            ast.BooleanTest, ast.FuncCall, ast.SQLValueFunction, ast.CoalesceExpr, ast.MinMaxExpr, ast.CaseExpr,
+            ast.CaseWhen, ast.A_ArrayExpr, ast.RowExpr, ast.A_Indirection, ast.A_Indices, ast.String, ast.Integer,
+            ast.Float, ast.Boolean, ast.BitString)
+
+
+def _audit(text: str, where: ast.Node, sql_types: Mapping[str, str]) -> None:
+    """A second, flat pass over every node of the checked tree (not only those the checker descends into):
+    only the node kinds the checker knows, only allowed functions and only the table's columns."""
+    for node in _walk(where):
+        item: Any = node
+        allowed = isinstance(node, _AUDITED)
+        if isinstance(node, ast.FuncCall):
+            allowed = _sval(item.funcname[-1]) in FUNCTIONS
+        elif isinstance(node, ast.ColumnRef):
+            allowed = len(item.fields) == 1 and _sval(item.fields[0]) in sql_types
+        if not allowed:  # pragma: no cover - the checker refuses these first, with a better reason
+            _error(text, f"the construct {type(node).__name__}", _node_pos(node), ACCEPTED)
+
+
+def _deparse(text: str, where: ast.Node) -> str:
+    """pglast's rendering of ``where``, checked to parse back to the same tree."""
+    rendered = str(RawStream()(where))
+    back = parser.parse_sql(_PREFIX + rendered)
+    back_stmt: Any = back[0].stmt if len(back) == 1 else None
+    if back_stmt is None or back_stmt.whereClause != where:  # pragma: no cover - a deparser bug
+        _error(text, f"cannot be written back faithfully (as {_show(rendered)})", None,
+               "a simpler expression; please report this filter")
+    return rendered
+
+
+# --- the allow-list walker -------------------------------------------------------------------------------------
+
+
 class _Checker:
-    """Rejects what is detectably not boolean where a condition is needed, and arithmetic on non-numbers."""
+    """Walks the tree (depth already bounded) and returns each node's coarse category."""
 
-    def __init__(self, columns: Mapping[str, str]) -> None:
-        self.columns = columns
+    def __init__(self, text: str, sql_types: Mapping[str, str]) -> None:
+        self.text = text
+        self.sql_types = sql_types
 
-    def condition(self, node: Expr, where: str) -> None:
-        category = self.category(node)
-        if isinstance(node, Bool) or (category in ("boolean", "unknown") and not _is_literal(node)):
+    def fail(self, problem: str, node: object, accepted: str, near: int | None = None, *,
+             leftmost: bool = False) -> NoReturn:
+        pos = _leftmost(node) if leftmost else _node_pos(node)
+        _error(self.text, problem, near if pos is None else pos, accepted)
+
+    def condition(self, node: Any, where: str, near: int | None) -> None:
+        """Check ``node`` where a boolean is needed: refuse literals and detectably non-boolean values."""
+        category = self.value(node, near)
+        start = _leftmost(node)
+        near = near if start is None else start
+        if isinstance(node, ast.A_Const):
+            if isinstance(node.val, ast.Boolean):
+                return
+            self.fail(f"the literal {RawStream()(node)} used as {where}", node,
+                      "a condition on the table's columns, e.g. <column> = <value>; TRUE and FALSE are accepted",
+                      near)
+        if category in ("boolean", "unknown"):
             return
-        if isinstance(node, Column):
-            raise _error(f"column {_quote_identifier(node.name)} ({self.columns.get(node.name, '?')}) "
-                         f"used as {where}", node.pos,
-                         f"a condition on it, e.g. {_quote_identifier(node.name)} = <value> or "
-                         f"{_quote_identifier(node.name)} IS NOT NULL")
-        if _is_literal(node):
-            raise _error(f"the literal {render(node)} used as {where}", node.pos,
-                         "a condition on the table's columns, e.g. <column> = <value>; TRUE and FALSE are accepted")
-        raise _error(f"a {category} expression ({_show(render(node))}) used as {where}", node.pos,
-                     "a condition: a comparison, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE, AND, OR, NOT")
+        if isinstance(node, ast.ColumnRef):
+            name = _sval(node.fields[0] if node.fields else None) or ""
+            quoted = RawStream()(node)
+            self.fail(f"column {quoted} ({self.sql_types.get(name, '?')}) used as {where}", node,
+                      f"a condition on it, e.g. {quoted} = <value> or {quoted} IS NOT NULL", near)
+        self.fail(f"a {category} expression ({_show(str(RawStream()(node)))}) used as {where}", node,
+                  _ACCEPTED_CONDITION, near, leftmost=True)
 
-    def category(self, node: Expr) -> Category:
+    def values(self, nodes: object, near: int | None) -> list[Category]:
+        if nodes is None:
+            return []
+        items = nodes if isinstance(nodes, tuple | list) else (nodes,)
+        return [self.value(item, near) for item in items]
+
+    def value(self, node: object, near: int | None) -> Category:
+        """Check any expression node and return its category."""
+        pos = _node_pos(node)
+        near = near if pos is None else pos
+        n: Any = node
         match node:
-            case Column(name=name):
-                return type_category(self.columns.get(name, ""))
-            case Number():
-                return "number"
-            case String() | Null():
+            case ast.ColumnRef():
+                return self.column(node, near)
+            case ast.A_Const():
+                return self.constant(node)
+            case ast.TypeCast():
+                self.value(n.arg, near)
+                return self.type_name(n.typeName, near)
+            case ast.A_Expr():
+                return self.operator(node, near)
+            case ast.BoolExpr():
+                word = {0: "AND", 1: "OR"}.get(int(n.boolop), "NOT")
+                for arg in n.args:
+                    self.condition(arg, f"an operand of {word}" if word != "NOT" else "the operand of NOT", near)
+                return "boolean"
+            case ast.NullTest():
+                self.value(n.arg, near)
+                return "boolean"
+            case ast.BooleanTest():
+                test = BoolTestType(n.booltesttype).name.removeprefix("IS_").replace("_", " ")
+                self.condition(n.arg, f"the operand of IS {test}", near)
+                return "boolean"
+            case ast.FuncCall():
+                return self.call(node, near)
+            case ast.SQLValueFunction():
+                if n.op not in _SESSION_VALUES:
+                    self.fail(f"{RawStream()(node)} (session information)", node,
+                              "CURRENT_DATE, CURRENT_TIME, CURRENT_TIMESTAMP, LOCALTIME, LOCALTIMESTAMP", near)
+                return "datetime"
+            case ast.CoalesceExpr() | ast.MinMaxExpr():
+                return next((c for c in self.values(n.args, near) if c != "unknown"), "unknown")
+            case ast.CaseExpr():
+                self.values(n.arg, near)
+                for when in n.args:
+                    if n.arg is None:
+                        self.condition(when.expr, "a WHEN condition", near)
+                    else:
+                        self.value(when.expr, near)
+                results = self.values([when.result for when in n.args], near) + self.values(n.defresult, near)
+                return next((c for c in results if c != "unknown"), "unknown")
+            case ast.A_ArrayExpr():
+                self.values(n.elements, near)
+                return "other"
+            case ast.RowExpr():
+                self.values(n.args, near)
+                return "other"
+            case ast.A_Indirection():
+                self.value(n.arg, near)
+                for item in n.indirection:
+                    if not isinstance(item, ast.A_Indices):
+                        self.fail("a field selection or '*'", node, "array subscripts x[i] and slices x[i:j]", near)
+                    self.values(item.lidx, near)
+                    self.values(item.uidx, near)
                 return "unknown"
-            case Bool():
-                return "boolean"
-            case TypedLiteral(type_name=type_name):
-                return "interval" if type_name == "interval" else "datetime"
-            case Unary(op=op, operand=operand):
-                category = self.category(operand)
-                self._arithmetic(op, operand, category, ("number", "interval", "unknown"))
-                return category
-            case Arith(left=left, op=op, right=right):
-                return self._arith(left, op, right)
-            case BoolOp(op=op, items=items):
-                for item in items:
-                    self.condition(item, f"an operand of {op}")
-                return "boolean"
-            case Not(operand=operand):
-                self.condition(operand, "the operand of NOT")
-                return "boolean"
-            case IsTest(operand=operand, what=what):
-                if what == "NULL":
-                    self.category(operand)
-                else:
-                    self.condition(operand, f"the operand of IS {what}")
-                return "boolean"
-            case Compare(left=left, right=right):
-                self.category(left)
-                self.category(right)
-                return "boolean"
-            case InList(operand=operand, items=items):
-                for part in (operand, *items):
-                    self.category(part)
-                return "boolean"
-            case Between(operand=operand, low=low, high=high):
-                for part in (operand, low, high):
-                    self.category(part)
-                return "boolean"
-            case Like(operand=operand):
-                self.category(operand)
-                return "boolean"
-            case Cast(operand=operand, type_name=type_name):
-                self.category(operand)
-                return type_category(type_name)
-            case Call(name=name, args=args):
-                categories = [self.category(arg) for arg in args]
-                if name in ("coalesce", "nullif"):
-                    return next((category for category in categories if category != "unknown"), "unknown")
-                return _FUNCTION_CATEGORIES.get(name, "unknown")
-        return "unknown"  # pragma: no cover - exhaustive above
+            case ast.SubLink():
+                self.fail("a subquery", node, "a boolean expression over the table's columns (subqueries are not "
+                          "accepted: no SELECT, EXISTS, IN (SELECT ...) or ARRAY(SELECT ...))", near)
+            case ast.ParamRef():  # pragma: no cover - refused by _check_tokens
+                self.fail("a $n parameter", node, "literal values", near)
+        kind = type(node).__name__
+        self.fail(f"the construct {kind} ({_show(_render_or_kind(node))})", node, ACCEPTED, near)
 
-    def _arith(self, left: Expr, op: str, right: Expr) -> Category:
-        left_category, right_category = self.category(left), self.category(right)
-        allowed: tuple[Category, ...] = (
-            ("number", "datetime", "interval", "unknown") if op in "+-" else ("number", "interval", "unknown"))
-        self._arithmetic(op, left, left_category, allowed)
-        self._arithmetic(op, right, right_category, allowed)
-        categories = {left_category, right_category}
-        if "datetime" in categories:
-            return "interval" if op == "-" and categories == {"datetime"} else "datetime"
-        if "interval" in categories:
-            return "interval"
-        return "number" if categories == {"number"} else "unknown"
+    def column(self, node: Any, near: int | None) -> Category:
+        fields = node.fields
+        if len(fields) != 1 or not isinstance(fields[0], ast.String):
+            shown = ".".join(_sval(f) or "*" for f in fields)
+            self.fail(f"the qualified name or '*' {shown!r}", node,
+                      "plain column names (no table or schema qualification)", near)
+        name = _sval(fields[0]) or ""
+        if name in self.sql_types:
+            return type_category(self.sql_types[name])
+        matches = [column for column in self.sql_types if column.casefold() == name.casefold()]
+        hint = ""
+        if matches:
+            quoted = '"' + matches[0].replace('"', '""') + '"'
+            hint = (f" (names fold to lower case unless quoted, and quoted names are case-sensitive: write "
+                    f"{quoted} to match that column)")
+        self.fail(f"unknown column {name!r}{hint}", node, self.columns_text(), near)
 
-    def _arithmetic(self, op: str, operand: Expr, category: Category, allowed: tuple[Category, ...]) -> None:
-        if category in allowed:
-            return
-        raise _error(f"operator {op!r} applied to a {category} operand ({_show(render(operand))})", operand.pos,
-                     "+ - * / % on numbers, + and - on dates, timestamps and intervals")
+    def columns_text(self) -> str:
+        names = list(self.sql_types)
+        if not names:
+            return "columns of the table, which has none"
+        shown = ", ".join(names[:_SHOWN_COLUMNS])
+        more = f" and {len(names) - _SHOWN_COLUMNS} more" if len(names) > _SHOWN_COLUMNS else ""
+        return f"columns of the table: {shown}{more}"
+
+    @staticmethod
+    def constant(node: Any) -> Category:
+        value = getattr(node, "val", None)
+        if node.isnull or isinstance(value, ast.String):
+            return "unknown"
+        if isinstance(value, ast.Boolean):
+            return "boolean"
+        if isinstance(value, ast.Integer | ast.Float):
+            return "number"
+        return "other"
+
+    def type_name(self, type_name: Any, near: int | None) -> Category:
+        names = [name.sval for name in type_name.names]
+        shown = ".".join(names)
+        if len(names) == 2 and names[0] == "pg_catalog":
+            names = names[1:]
+        if len(names) != 1 or names[0] not in CAST_TYPES or type_name.setof or type_name.pct_type:
+            self.fail(f"type {shown!r}", type_name, _ACCEPTED_TYPES, near)
+        modifiers = type_name.typmods or ()
+        if len(modifiers) > 2:
+            self.fail(f"{len(modifiers)} modifiers on type {names[0]}", type_name, "at most two", near)
+        for modifier in modifiers:
+            value = _int(getattr(modifier, "val", None) if isinstance(modifier, ast.A_Const) else None)
+            if not _within(value, -1000, _MAX_TYPMOD):
+                self.fail(f"type modifier {_show(_render_or_kind(modifier))} of {names[0]}", type_name,
+                          f"integer modifiers from -1000 to {_MAX_TYPMOD}, e.g. numeric(10, 2), varchar(20)", near)
+        bounds = type_name.arrayBounds or ()
+        if len(bounds) > _MAX_ARRAY_DIMENSIONS or not all(
+                _within(_int(bound), -1, _MAX_TYPMOD) for bound in bounds):
+            self.fail(f"array bounds on type {names[0]}", type_name,
+                      f"at most {_MAX_ARRAY_DIMENSIONS} dimensions, e.g. text[]", near)
+        return "other" if bounds else CAST_TYPES[names[0]]
+
+    def operator(self, node: Any, near: int | None) -> Category:
+        names = [name.sval for name in node.name] if node.name else []
+        op = ".".join(names)
+        kind = A_Expr_Kind(node.kind)
+        operands: list[object] = [node.lexpr] if node.lexpr is not None else []
+        operands.extend(node.rexpr if isinstance(node.rexpr, tuple | list) else [node.rexpr])
+        if kind == A_Expr_Kind.AEXPR_SIMILAR:
+            self.fail("SIMILAR TO (a regular expression)", node, "LIKE and ILIKE patterns", near)
+        if kind in _PREDICATES:
+            if op not in _PREDICATES[kind]:  # pragma: no cover - the grammar writes these
+                self.fail(f"operator {op!r}", node, ACCEPTED, near)
+            self.values(operands, near)
+            return "boolean"
+        if len(names) != 1 or op not in OPERATORS:
+            hint = " (regular expressions are not accepted: use LIKE or ILIKE)" if "~" in op else ""
+            self.fail(f"operator {op!r}{hint}", node, "the operators " + " ".join(OPERATORS), near)
+        if kind in (A_Expr_Kind.AEXPR_OP_ANY, A_Expr_Kind.AEXPR_OP_ALL) and op not in _COMPARISONS:
+            self.fail(f"operator {op!r} with ANY/ALL", node, "comparisons with ANY/ALL", near)
+        categories = self.values(operands, near)
+        if kind == A_Expr_Kind.AEXPR_NULLIF:
+            return categories[0]
+        if kind != A_Expr_Kind.AEXPR_OP:
+            return "boolean"  # ANY, ALL, DISTINCT, NOT DISTINCT
+        if op in ("+", "-", "*", "/", "%"):
+            return "number" if all(c == "number" for c in categories) else "unknown"
+        return OPERATORS[op]
+
+    def call(self, node: Any, near: int | None) -> Category:
+        names = [name.sval for name in node.funcname]
+        shown = ".".join(names)
+        if len(names) == 2 and names[0] == "pg_catalog":
+            names = names[1:]
+        if len(names) != 1 or names[0] not in FUNCTIONS:
+            self.fail(f"function {shown!r}", node, _ACCEPTED_FUNCTIONS, near)
+        for flag, what in (("agg_star", "*"), ("agg_distinct", "DISTINCT"), ("func_variadic", "VARIADIC"),
+                           ("agg_within_group", "WITHIN GROUP"), ("agg_order", "ORDER BY"),
+                           ("agg_filter", "FILTER"), ("over", "OVER")):
+            if getattr(node, flag, None):
+                self.fail(f"{what} in the call of {shown}()", node, "plain calls f(a, b)", near)
+        for arg in node.args or ():
+            if isinstance(arg, ast.NamedArgExpr):
+                self.fail(f"named argument {arg.name!r} of {shown}()", arg, "positional arguments", near)
+        self.values(node.args, near)
+        return FUNCTIONS[names[0]]
+
+
+def _sval(node: object) -> str | None:
+    """The text of a pglast ``String`` node, else None."""
+    return node.sval if isinstance(node, ast.String) else None
+
+
+def _int(node: object) -> int | None:
+    """The value of a pglast ``Integer`` node, else None."""
+    return node.ival if isinstance(node, ast.Integer) else None
+
+
+def _within(value: int | None, low: int, high: int) -> bool:
+    return value is not None and low <= value <= high
+
+
+def _render_or_kind(node: Any) -> str:
+    try:
+        return str(RawStream()(node))
+    except Exception:
+        return type(node).__name__

@@ -1,9 +1,10 @@
 """SQL for chunked reads, keyset pagination on the chunk key with row-value comparison.
 
-Every column is selected as ``::text`` so snapshot rows go through the same converters as
-pgoutput's text tuples and produce byte-identical values and keys. Bounds are bound as text and
-cast to the key column's type, so any orderable key type works (integers, text, uuid,
-timestamps, composites). Pure functions: they only build SQL strings and parameter lists.
+Every column is read as the text of its output function so snapshot rows go through the same
+converters as pgoutput's text tuples and produce byte-identical values and keys. Bounds are written as
+quoted string literals cast to the key column's type, so any orderable key type works (integers, text,
+uuid, timestamps, composites). Pure functions: they build complete statements, to be run without a
+parameter list, so a ``%`` in a filter, a table or a column name is never read as a driver placeholder.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from signaller.snapshot.state import Key
+from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+__all__ = ["ChunkTable", "chunk_query", "count_query", "max_key_query", "quote_ident"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,9 @@ def _key_refs(table: ChunkTable) -> list[str]:
     return [quote_ident(name) for name, _ in table.key]
 
 
-def _params(table: ChunkTable) -> list[str]:
-    return [f"%s::{sql_type}" for _, sql_type in table.key]
+def _bound(table: ChunkTable, key: Key) -> str:
+    """The key value ``key`` as a row of literals, each cast to its key column's type."""
+    return _row([f"{quote_literal(value)}::{sql_type}" for value, (_, sql_type) in zip(key, table.key, strict=True)])
 
 
 def max_key_query(table: ChunkTable) -> str:
@@ -66,32 +67,29 @@ def max_key_query(table: ChunkTable) -> str:
     return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT 1"
 
 
-def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> tuple[str, list[str | None]]:
+def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> str:
     """Rows with ``lower < key <= upper`` in key order, at most ``limit``; every column as text,
     then the chunk key columns as text (so the caller can read the chunk position even when a
     surrogate key is not a captured column)."""
     keys = _key_refs(table)
     select = _as_text([quote_ident(c) for c in table.columns] + keys)
     conditions: list[str] = []
-    params: list[str | None] = []
     if lower is not None:
-        conditions.append(f"{_row(keys)} > {_row(_params(table))}")
-        params.extend(lower)
+        conditions.append(f"{_row(keys)} > {_bound(table, lower)}")
     if upper is not None:
-        conditions.append(f"{_row(keys)} <= {_row(_params(table))}")
-        params.extend(upper)
+        conditions.append(f"{_row(keys)} <= {_bound(table, upper)}")
     if table.filter:
         conditions.append(f"({table.filter})")
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     order = ", ".join(keys)
-    return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT {int(limit)}", params
+    return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT {int(limit)}"
 
 
-def count_query(table: ChunkTable, upper: Key) -> tuple[str, list[str | None]]:
+def count_query(table: ChunkTable, upper: Key) -> str:
     """Debezium's bounded row count: rows with ``key <= upper`` (the maximum key) within the filter.
     Used for the ``total_rows`` of a filtered snapshot, or when the planner has no estimate."""
     keys = _key_refs(table)
-    conditions = [f"{_row(keys)} <= {_row(_params(table))}"]
+    conditions = [f"{_row(keys)} <= {_bound(table, upper)}"]
     if table.filter:
         conditions.append(f"({table.filter})")
-    return f"SELECT count(*) FROM {table.qualified} WHERE {' AND '.join(conditions)}", list(upper)
+    return f"SELECT count(*) FROM {table.qualified} WHERE {' AND '.join(conditions)}"

@@ -22,11 +22,12 @@ import psycopg2
 
 from signaller.errors import SnapshotError
 from signaller.model import TableId
-from signaller.snapshot.chunks import ChunkTable, chunk_query, count_query, max_key_query, quote_ident
+from signaller.snapshot.chunks import ChunkTable, chunk_query, count_query, max_key_query
 from signaller.snapshot.state import Key
 from signaller.sources.postgres.catalog import TABLES_PARAMS, TABLES_QUERY, connect, translate
 from signaller.sources.postgres.pgoutput import Relation, RelationColumn
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
+from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
 RAW_TEXT = psycopg2.extensions.new_type(
     tuple(psycopg2.extensions.string_types), "SIGNALLER_RAW_TEXT", lambda value, _cursor: value)
@@ -34,7 +35,10 @@ RAW_TEXT = psycopg2.extensions.new_type(
 SQL instead (``col::text``) is not the same: booleans become ``true``/``false`` instead of ``t``/``f``,
 ``char(n)`` loses its padding and ``inet`` gains a netmask."""
 
-SESSION_SETUP = "SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SET bytea_output = 'hex'"
+SESSION_SETUP = ("SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SET bytea_output = 'hex'; "
+                 "SET standard_conforming_strings = on")
+"""Output formats the value converters expect, and the string syntax checked filters are written for
+(``'a\\b'`` is a, backslash, b: PostgreSQL's default, set here whatever the server's configuration)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,9 @@ class PostgresChunkSource:
                 self._conn.close()
 
     def _run(self, doing: str, sql: str, params: Any = None, raw: bool = False) -> list[tuple[Any, ...]]:
+        """Run ``sql`` and return its rows. ``params`` only with constant statement text: psycopg2 then reads
+        every ``%`` as a placeholder, so statements that carry names or filters are written whole (see
+        ``signaller.sources.postgres.sqltext``) and run without parameters."""
         try:
             with self._cursor(raw) as cur:
                 cur.execute(sql, params)
@@ -182,18 +189,18 @@ class PostgresChunkSource:
 
     def count_rows(self, table: ChunkTable, upper: Key) -> int:
         """Rows up to the maximum key ``upper`` within the table's filter (an exact count)."""
-        sql, params = count_query(table, upper)
+        sql = count_query(table, upper)
         try:
-            rows = self._run(f"counting the rows of {table.schema}.{table.name}", sql, params)
+            rows = self._run(f"counting the rows of {table.schema}.{table.name}", sql)
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
         return int(rows[0][0])
 
     def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None,
                    limit: int) -> list[tuple[str | None, ...]]:
-        sql, params = chunk_query(table, lower, upper, limit)
+        sql = chunk_query(table, lower, upper, limit)
         try:
-            return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, params, raw=True)
+            return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, raw=True)
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
 
@@ -202,14 +209,14 @@ class PostgresChunkSource:
         """Read-only watermarking: the chunk, the MVCC snapshot it was read with, and a WAL
         position (the high watermark) taken after the read, from one REPEATABLE READ transaction.
         Nothing is written."""
-        sql, params = chunk_query(table, lower, upper, limit)
+        sql = chunk_query(table, lower, upper, limit)
         try:
             cur = self._cursor(raw=True)
             try:
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 cur.execute("SELECT pg_current_snapshot()::text")
                 snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
-                cur.execute(sql, params)
+                cur.execute(sql)
                 rows = list(cur.fetchall())
                 cur.execute("COMMIT")
                 # The insert location, not pg_current_wal_lsn() (the write location): a commit with
@@ -234,17 +241,17 @@ class PostgresChunkSource:
         kind = "open" if is_open else "close"
         if self._signal_table is None:
             body = orjson.dumps({"id": f"{chunk_id}-{kind}", "type": f"snapshot-window-{kind}", "data": metadata})
-            self._run("writing a watermark", "SELECT pg_logical_emit_message(true, %s, %s)",
-                      (MESSAGE_PREFIX, body.decode()))
+            self._run("writing a watermark", "SELECT pg_logical_emit_message(true, "
+                      f"{quote_literal(MESSAGE_PREFIX)}, {quote_literal(body.decode())})")
             return
+        # Written whole and run without parameters: the signal table's name may hold a '%'.
         target = f"{quote_ident(self._signal_table.schema)}.{quote_ident(self._signal_table.table)}"
         if not is_open and self._strategy == "insert_delete":
-            self._run("closing a snapshot window", f"DELETE FROM {target} WHERE id = %s", (f"{chunk_id}-open",))
+            self._run("closing a snapshot window",
+                      f"DELETE FROM {target} WHERE id = {quote_literal(f'{chunk_id}-open')}")
             return
-        self._run(
-            "writing a watermark", f"INSERT INTO {target} VALUES (%s, %s, %s)",
-            (f"{chunk_id}-{kind}", f"snapshot-window-{kind}", debezium_metadata_text(metadata)),
-        )
+        values = (f"{chunk_id}-{kind}", f"snapshot-window-{kind}", debezium_metadata_text(metadata))
+        self._run("writing a watermark", f"INSERT INTO {target} VALUES ({', '.join(map(quote_literal, values))})")
 
 
 def debezium_metadata_text(metadata: dict[str, Any]) -> str:

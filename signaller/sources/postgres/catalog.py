@@ -19,6 +19,7 @@ from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId, parse_lsn
 from signaller.sources.postgres.defaults import default_text
 from signaller.sources.postgres.relations import ResolvedType
+from signaller.sources.postgres.sqltext import quote_ident
 
 TRANSIENT_CODES = ("08", "57P", "53", "55006", "40")
 TABLES_QUERY = (
@@ -78,6 +79,9 @@ class Catalog:
             self._conn.close()
 
     def _rows(self, sql: str, params: Sequence[Any] = (), doing: str = "reading the catalog") -> list[tuple[Any, ...]]:
+        """Run ``sql`` and return its rows. ``params`` only with constant statement text (psycopg2 then reads
+        every ``%`` as a placeholder); statements that carry names are written whole with ``quote_ident``
+        and run without parameters."""
         if self._conn.closed:
             self._conn = connect(self._dsn, "reconnecting for catalog queries")
         with cursor(self._conn, doing) as cur:
@@ -173,7 +177,8 @@ class Catalog:
         """Debezium's ``publication.autocreate.mode``: ``all_tables`` creates ``FOR ALL TABLES``;
         ``filtered`` creates or alters it to exactly ``tables``; ``disabled`` requires it to exist."""
         existing = self.publication_tables(name)
-        quoted = ", ".join(f'"{t.schema}"."{t.table}"' for t in tables)
+        quoted = ", ".join(f"{quote_ident(t.schema)}.{quote_ident(t.table)}" for t in tables)
+        publication = quote_ident(name)
         if mode == "disabled":
             if existing is None:
                 msg = (f"publication {name!r} does not exist and publication.autocreate.mode=disabled; "
@@ -182,15 +187,15 @@ class Catalog:
             return
         if mode == "all_tables":
             if existing is None:
-                self._rows(f'CREATE PUBLICATION "{name}" FOR ALL TABLES', doing="creating the publication")
+                self._rows(f"CREATE PUBLICATION {publication} FOR ALL TABLES", doing="creating the publication")
             return
         if not tables:
             msg = "publication.autocreate.mode=filtered but no table matches the include/exclude lists"
             raise TerminalSourceError(msg)
         if existing is None:
-            self._rows(f'CREATE PUBLICATION "{name}" FOR TABLE {quoted}', doing="creating the publication")
+            self._rows(f"CREATE PUBLICATION {publication} FOR TABLE {quoted}", doing="creating the publication")
         elif existing != set(tables):
-            self._rows(f'ALTER PUBLICATION "{name}" SET TABLE {quoted}', doing="altering the publication")
+            self._rows(f"ALTER PUBLICATION {publication} SET TABLE {quoted}", doing="altering the publication")
 
     def slot_state(self, slot: str) -> SlotState:
         rows = self._rows(
