@@ -37,8 +37,9 @@ from signaller.config.values import (
     shown,
 )
 from signaller.model.tables import TableId
+from signaller.patterns import UserPattern
 
-Patterns = tuple[re.Pattern[str], ...]
+Patterns = tuple[UserPattern, ...]
 ClientConfig = dict[str, str | int | bool]
 
 _MAX_TOPIC_LENGTH = 249
@@ -348,8 +349,8 @@ def _text(value: object, masked: bool = False) -> str | None:
         return "true" if value else "false"
     if isinstance(value, StrEnum):
         return value.value
-    if isinstance(value, re.Pattern):
-        return str(value.pattern)
+    if isinstance(value, UserPattern):
+        return value.text
     if isinstance(value, frozenset):
         return ",".join(sorted(str(item) for item in value))
     if isinstance(value, tuple):
