@@ -34,6 +34,7 @@ from signaller.config.values import (
     SslMode,
     TimePrecisionMode,
     WatermarkStrategy,
+    is_secret_name,
     shown,
 )
 from signaller.model.tables import TableId
@@ -300,7 +301,9 @@ class SignallerConfig:
         for item in fields(self):
             prop = _PROP_BY_ATTR.get(item.name)
             if prop is not None:
-                display[prop.name] = _text(getattr(self, item.name), masked=True)
+                value = getattr(self, item.name)
+                display[prop.name] = MASK if value is not None and is_secret_name(prop.name) \
+                    else _text(value, masked=True)
         for name, value in self.raw.items():
             display.setdefault(name, str(shown(name, value)))
         return display
