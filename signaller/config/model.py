@@ -308,6 +308,10 @@ class SignallerConfig:
             display.setdefault(name, str(shown(name, value)))
         return display
 
+    def secret_values(self) -> tuple[str, ...]:
+        """The clear text of every secret set (declared secrets and secret-looking names), for log redaction."""
+        return tuple(sorted({value for name, value in self.raw.items() if value and is_secret_name(name)}))
+
     def __repr__(self) -> str:
         given = ", ".join(f"{name}={shown(name, value)!r}" for name, value in sorted(self.raw.items()))
         return f"SignallerConfig({given})"

@@ -9,7 +9,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -29,6 +29,7 @@ from signaller.config import (
     parse_properties,
 )
 from signaller.errors import ConfigError
+from signaller.runtime import logging_setup
 
 pytestmark = pytest.mark.unit
 
@@ -368,3 +369,41 @@ def test_fuzz_ran_examples() -> None:
     """Runs last in this module: the fuzz tests above ran (``-s`` prints how many examples each)."""
     print(f"config fuzz examples: {EXAMPLES}")
     assert sum(EXAMPLES.values()) > 0
+
+
+# --- where config values reach logs --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """Restore the root logger's handlers, level and the redaction set after ``configure_logging``."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging_setup._secrets.clear()
+
+
+@pytest.mark.parametrize(("variable", "value"), [("SIGNALLER_LOG_LEVEL", "loud"), ("SIGNALLER_LOG_FORMAT", "xml")])
+def test_bad_logging_variables_are_config_errors(
+    monkeypatch: pytest.MonkeyPatch, root_logging: None, variable: str, value: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    error = config_error(logging_setup.configure_logging)
+    assert error.key == variable and error.origin == f"env:{variable}"
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_secret_values_are_redacted_from_every_log_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], root_logging: None, log_format: str,
+) -> None:
+    monkeypatch.setenv("SIGNALLER_LOG_FORMAT", log_format)
+    monkeypatch.delenv("SIGNALLER_LOG_LEVEL", raising=False)
+    logging_setup.configure_logging()
+    cfg = config_from_mapping({**BASE, "database.password": SECRET, "sasl.jaas.config": f'password="{SECRET}2"'})
+    assert SECRET in cfg.secret_values()
+    logging_setup.redact_secrets(cfg.secret_values())
+    logging.getLogger("some.driver").error("connection failed: password=%s host=db \udcff", SECRET)
+    err = capsys.readouterr().err
+    assert "connection failed" in err and MASK in err and SECRET not in err
