@@ -14,8 +14,9 @@ from signaller.config.model import SignallerConfig
 from signaller.config.names import declared, family_of, suggestions
 from signaller.config.parsing import Rejected
 from signaller.config.problems import problem, raise_if_any
+from signaller.config.secrets import clip, printable
 from signaller.config.sources import Layer, RawValue
-from signaller.config.values import NotificationChannel, OffsetStorage, Secret, shown
+from signaller.config.values import NotificationChannel, OffsetStorage, Secret
 from signaller.errors import ConfigError
 
 log = logging.getLogger("signaller.config")
@@ -79,7 +80,8 @@ def _classify(build: _Build, name: str, raw: RawValue) -> None:
     source = prop or family
     status, reason = (source.status, source.doc) if source is not None else (None, "")
     if status is Status.ACCEPTED:
-        log.warning("ignoring %s=%r (from %s): %s", raw.written, shown(name, raw.text), raw.origin, reason)
+        # the value is never logged: it is not used, and may be a secret under any name
+        log.warning("ignoring %s (from %s): %s", printable(clip(raw.written)), printable(raw.origin), reason)
         build.ignored.append(name)
     elif status is Status.REFUSED and raw.text.strip():
         build.problems.append(problem(raw.written, raw.text, f"unset or empty: {reason}", raw.origin))
@@ -90,7 +92,7 @@ def _classify(build: _Build, name: str, raw: RawValue) -> None:
 def _unknown(name: str) -> str:
     near = suggestions(name)
     hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else "see signaller.config.fields"
-    return f"a property known to signaller or Debezium's PostgreSQL connector ({name!r} is unknown; {hint})"
+    return f"a property known to signaller or Debezium's PostgreSQL connector ({clip(name)!r} is unknown; {hint})"
 
 
 def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:
@@ -101,7 +103,8 @@ def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:
         return
     build.values[prop.attr] = _blank_is_unset(prop, value)
     if prop.name == "snapshot.mode" and raw.text.strip().lower() == "never":
-        log.warning("snapshot.mode=never (from %s) is read as no_data, Debezium's newer name", raw.origin)
+        log.warning("snapshot.mode=never (from %s) is read as no_data, Debezium's newer name",
+                    printable(raw.origin))
 
 
 def _blank_is_unset(prop: Prop, value: object) -> object:

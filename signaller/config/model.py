@@ -35,11 +35,13 @@ from signaller.config.values import (
     SslMode,
     TimePrecisionMode,
     WatermarkStrategy,
+    is_secret_name,
     shown,
 )
 from signaller.model.tables import TableId
+from signaller.patterns import UserPattern
 
-Patterns = tuple[re.Pattern[str], ...]
+Patterns = tuple[UserPattern, ...]
 ClientConfig = dict[str, str | int | bool]
 
 _MAX_TOPIC_LENGTH = 249
@@ -305,10 +307,16 @@ class SignallerConfig:
         for item in fields(self):
             prop = _PROP_BY_ATTR.get(item.name)
             if prop is not None:
-                display[prop.name] = _text(getattr(self, item.name), masked=True)
+                value = getattr(self, item.name)
+                display[prop.name] = MASK if value is not None and is_secret_name(prop.name) \
+                    else _text(value, masked=True)
         for name, value in self.raw.items():
             display.setdefault(name, str(shown(name, value)))
         return display
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The clear text of every secret set (declared secrets and secret-looking names), for log redaction."""
+        return tuple(sorted({value for name, value in self.raw.items() if value and is_secret_name(name)}))
 
     def __repr__(self) -> str:
         given = ", ".join(f"{name}={shown(name, value)!r}" for name, value in sorted(self.raw.items()))
@@ -354,8 +362,8 @@ def _text(value: object, masked: bool = False) -> str | None:
         return "true" if value else "false"
     if isinstance(value, StrEnum):
         return value.value
-    if isinstance(value, re.Pattern):
-        return str(value.pattern)
+    if isinstance(value, UserPattern):
+        return value.text
     if isinstance(value, frozenset):
         return ",".join(sorted(str(item) for item in value))
     if isinstance(value, tuple):

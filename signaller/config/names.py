@@ -58,8 +58,20 @@ def family_of(name: str) -> Family | None:
     return next((family for family in _FAMILIES_LONGEST_FIRST if name.startswith(family.prefix)), None)
 
 
+_MAX_SUGGESTED = 256
+"""Names longer than this get no 'did you mean': no declared name is anywhere near that long."""
+
+
+def is_known(name: str) -> bool:
+    """True if ``name`` is a declared property, alias or family member, or the variable of one."""
+    return name in PROPERTY_BY_NAME or family_of(name) is not None or (
+        name.startswith(ENV_PREFIX) and property_for_env(name) is not None)
+
+
 def suggestions(name: str) -> list[str]:
     """Declared property names closest to ``name`` (for 'did you mean ...'), best first."""
+    if len(name) > _MAX_SUGGESTED:
+        return []
     return difflib.get_close_matches(name, list(PROPERTY_BY_NAME), n=3, cutoff=0.6)
 
 
@@ -105,4 +117,6 @@ def property_for_env(variable: str) -> str | None:
 
 def env_suggestions(variable: str) -> list[str]:
     """Known environment variable names closest to ``variable``, best first."""
+    if len(variable) > _MAX_SUGGESTED:
+        return []
     return difflib.get_close_matches(variable, list(ENV_NAMES), n=3, cutoff=0.6)

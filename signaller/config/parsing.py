@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from signaller.config.values import KeyColumns, Secret
 from signaller.model.tables import TableId
+from signaller.patterns import ACCEPTED as PATTERN_SYNTAX
+from signaller.patterns import PatternError, UserPattern, compile_pattern
 
 Parser = Callable[[str], object]
 Check = Callable[[object], None]
@@ -37,12 +39,20 @@ def parse_secret(text: str) -> Secret:
     return Secret(text)
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
 def parse_int(text: str) -> int:
-    """A decimal integer (``ConfigDef.Type.INT``/``LONG``)."""
-    try:
-        return int(text.strip(), 10)
-    except ValueError:
-        raise Rejected("an integer, e.g. 1024") from None
+    """A decimal integer within Java's ``long`` range (``ConfigDef.Type.INT``/``LONG``).
+
+    Only ASCII digits with an optional sign, as ``Long.parseLong`` reads them: no ``1_000``, no other
+    scripts' digits, and never ``int()`` of thousands of digits.
+    """
+    stripped = text.strip()
+    if _INTEGER.fullmatch(stripped) is None or not _LONG_MIN <= int(stripped) <= _LONG_MAX:
+        raise Rejected(f"an integer from {_LONG_MIN} to {_LONG_MAX}, e.g. 1024")
+    return int(stripped)
 
 
 def parse_bool(text: str) -> bool:
@@ -78,16 +88,22 @@ def split_regex_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip().replace("\\,", ",") for part in parts if part.strip())
 
 
-def compile_regex(expression: str) -> re.Pattern[str]:
-    """Compile one Debezium filter expression: matched case-insensitively, against the whole name."""
+def compile_regex(expression: str) -> UserPattern:
+    """Compile one Debezium filter expression: matched case-insensitively, against the whole name.
+
+    Debezium's ``Predicates.includes`` compiles these lists with ``Pattern.CASE_INSENSITIVE``. The
+    expression is compiled by ``signaller.patterns`` (RE2: matching is linear in the name, whatever
+    the expression).
+    """
     try:
-        return re.compile(expression, re.IGNORECASE)
-    except re.error as exc:
-        accepted = f"comma-separated regular expressions; {expression!r} does not compile: {exc}"
-        raise Rejected(accepted) from None
+        return compile_pattern(expression, ignore_case=True)
+    except PatternError as exc:
+        shown = expression if len(expression) <= 60 else expression[:57] + "..."
+        raise Rejected(f"comma-separated regular expressions ({PATTERN_SYNTAX}); {shown!r} does not compile: "
+                       f"{exc.reason}") from None
 
 
-def parse_regex_list(text: str) -> tuple[re.Pattern[str], ...]:
+def parse_regex_list(text: str) -> tuple[UserPattern, ...]:
     """Comma-separated regular expressions, compiled (see ``split_regex_list`` and ``compile_regex``)."""
     return tuple(compile_regex(expression) for expression in split_regex_list(text))
 
@@ -245,4 +261,4 @@ def not_true(reason: str) -> Check:
 
 
 TOPIC_NAME = matches(r"[a-zA-Z0-9_.\-]+", "letters, digits, '.', '_' and '-' only (a legal Kafka topic name)")
-NOT_BLANK = matches(r".*\S.*", "a non-empty value")
+NOT_BLANK = matches(r"(?s).*\S.*", "a non-empty value")

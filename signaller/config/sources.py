@@ -22,7 +22,8 @@ from signaller.config.names import (
     property_for_env,
 )
 from signaller.config.parsing import Rejected
-from signaller.config.problems import ConfigErrors, problem
+from signaller.config.problems import ConfigErrors, Shape, displayed, problem
+from signaller.config.secrets import MASK, clip, is_secret_name, printable
 from signaller.errors import ConfigError
 
 
@@ -43,7 +44,15 @@ class Layer:
     problems: list[ConfigError] = field(default_factory=list)
 
     def put(self, name: str, raw: RawValue) -> None:
-        """Set ``name`` (alias-resolved). Repeats overwrite, as in Java; an alias clash is a problem."""
+        """Set ``name`` (alias-resolved). Repeats overwrite, as in Java; an alias clash is a problem.
+
+        A name or value that is not text a program can pass on (a lone surrogate from ``\\uD800`` or
+        from undecodable bytes in the environment, a NUL character) is a problem, not a value.
+        """
+        unusable = _unusable(name) or _unusable(raw.text)
+        if unusable:
+            self.problems.append(problem(name, raw.text, unusable, raw.origin))
+            return
         key = canonical(name)
         earlier = self.values.get(key)
         if earlier is not None and earlier.written != name and earlier.text != raw.text:
@@ -57,36 +66,87 @@ class Layer:
         return Layer({**self.values, **other.values}, [*self.problems, *other.problems])
 
 
+def _unusable(text: str) -> str | None:
+    """Why ``text`` cannot be a property name or value, or None if it can."""
+    if "\x00" in text:
+        return "text without NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return ("valid Unicode text (it holds a lone surrogate: undecodable bytes, or a \\uD800-\\uDFFF "
+                "escape without its pair)")
+    return None
+
+
 # --- config provider references ---------------------------------------------------------------------
 
-_REFERENCE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")
-"""Kafka's ``ConfigTransformer`` syntax: ``${provider:[path:]key}``."""
+@dataclass(frozen=True, slots=True)
+class _Reference:
+    """One ``${provider:[path:]key}`` in a value: where it is and its parts."""
+
+    start: int
+    end: int
+    provider: str
+    path: str | None
+    key: str
+
+
+def _references(text: str) -> Iterator[_Reference]:
+    """Every reference in ``text``, read as Kafka's ``ConfigTransformer`` pattern
+    ``\\$\\{([^}]*?):(?:([^}]*?):)?([^}]*?)\\}`` reads it, but in linear time (that pattern backtracks
+    cubically on a long value without ``}``)."""
+    start = text.find("${")
+    while start != -1:
+        end = text.find("}", start + 2)
+        if end == -1:
+            return
+        body = text[start + 2:end]
+        provider, colon, rest = body.partition(":")
+        if colon:
+            path, second, key = rest.partition(":")
+            yield _Reference(start, end + 1, provider, path if second else None, key if second else rest)
+        start = text.find("${", end + 1)
 
 
 def resolve_references(name: str, raw: RawValue, env: Mapping[str, str]) -> RawValue:
     """``raw`` with every ``${env:VAR}`` replaced from ``env``; other providers raise ``ConfigError``.
 
     Kafka Connect resolves these references in the worker; signaller supports only the ``env``
-    provider (Kafka's ``EnvVarConfigProvider``), read from ``env``.
+    provider (Kafka's ``EnvVarConfigProvider``), read from ``env``. Parts of a secret's value (a
+    provider or variable name) are not repeated in the error.
     """
+    pieces: list[str] = []
     used: list[str] = []
-
-    def substitute(match: re.Match[str]) -> str:
-        provider, path, key = match.group(1), match.group(2), match.group(3)
-        if provider != "env" or path:
-            accepted = (f"a literal value or ${{env:NAME}}; the config provider {provider!r} is not "
-                        "supported: resolve it before starting signaller, or set it through SIGNALLER_*")
-            raise problem(name, raw.text, accepted, raw.origin)
-        if key not in env:
-            raise problem(name, raw.text, f"the environment variable {key} to be set", raw.origin)
-        used.append(key)
-        return env[key]
-
-    text = _REFERENCE.sub(substitute, raw.text)
+    done = 0
+    for reference in _references(raw.text):
+        pieces.append(raw.text[done:reference.start])
+        pieces.append(_resolved(name, raw, reference, env))
+        used.append(reference.key)
+        done = reference.end
     if not used:
         return raw
-    origin = f"{raw.origin} via " + ", ".join(f"${{env:{key}}}" for key in used)
-    return RawValue(text, origin, raw.written)
+    pieces.append(raw.text[done:])
+    origin = f"{raw.origin} via " + ", ".join(f"${{env:{clip(key)}}}" for key in used)
+    return RawValue("".join(pieces), origin, raw.written)
+
+
+_KNOWN_PROVIDERS = frozenset({"env", "file", "directory", "vault", "aws", "azure", "gcp", "secretsmanager",
+                               "ssm", "k8s", "kubernetes"})
+"""Config provider names that can be named in an error about a secret (not fragments of its value)."""
+
+
+def _resolved(name: str, raw: RawValue, reference: _Reference, env: Mapping[str, str]) -> str:
+    secret = is_secret_name(name)
+    if reference.provider != "env" or reference.path:
+        named = not secret or reference.provider in _KNOWN_PROVIDERS
+        provider = f"the config provider {clip(reference.provider)!r}" if named else "a config provider"
+        accepted = (f"a literal value or ${{env:NAME}}; {provider} is not supported: resolve it before "
+                    "starting signaller, or set it through SIGNALLER_*")
+        raise problem(name, raw.text, accepted, raw.origin)
+    if reference.key not in env:
+        variable = "the environment variable it names" if secret else f"the environment variable {clip(reference.key)}"
+        raise problem(name, raw.text, f"{variable} to be set", raw.origin)
+    return env[reference.key]
 
 
 def _put_resolved(layer: Layer, name: str, raw: RawValue, env: Mapping[str, str]) -> None:
@@ -107,6 +167,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 
     Blank lines and lines whose first non-blank character is ``#`` or ``!`` are skipped; a line ending
     in an odd number of backslashes continues on the next line, whose leading blanks are dropped.
+    Linear in the size of ``text``: every physical line is looked at once.
     """
     lines = re.split(r"\r\n|\r|\n", text)
     index = 0
@@ -115,20 +176,23 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         index += 1
         if not line or line[0] in "#!":
             continue
+        parts: list[str] = []
         while (len(line) - len(line.rstrip("\\"))) % 2 == 1:
-            line = line[:-1]
-            if index >= len(lines):
-                break
-            line += lines[index].lstrip(_BLANK)
+            parts.append(line[:-1])
+            line = lines[index].lstrip(_BLANK) if index < len(lines) else ""
             index += 1
-        yield number, line
+        parts.append(line)
+        yield number, "".join(parts)
+
+
+_KEY_END = re.compile(r"(?:[^=: \t\f\\]+|\\[\s\S]?)*+")
+"""A key: everything up to the first unescaped ``=``, ``:`` or blank (possessive: linear)."""
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
     """Split a logical line at the first unescaped ``=``, ``:`` or blank (then one optional ``=``/``:``)."""
-    index = 0
-    while index < len(line) and line[index] not in "=:" + _BLANK:
-        index += 2 if line[index] == "\\" else 1
+    match = _KEY_END.match(line)
+    index = match.end() if match is not None else 0
     key, rest = line[:index], line[index:]
     if rest[:1] in ("=", ":"):
         return key, rest[1:].lstrip(_BLANK)
@@ -138,27 +202,38 @@ def _split_key_value(line: str) -> tuple[str, str]:
     return key, rest
 
 
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\s\S])?")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BAD_UNICODE = ("\\uXXXX escapes with four hexadecimal digits that form characters (a surrogate such as "
+                "\\uD83D must be followed by its pair, e.g. \\uDE00)")
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    if escaped is None:
+        return ""
+    if len(escaped) == 5:
+        return chr(int(escaped[1:], 16))
+    if escaped == "u":
+        raise Rejected(_BAD_UNICODE)
+    return _ESCAPES.get(escaped, escaped)
+
+
 def _unescape(text: str) -> str:
-    """Resolve ``\\t \\n \\r \\f \\uXXXX`` and ``\\x`` -> ``x``; raises ``Rejected`` on a bad ``\\u``."""
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        index += 1
-        if char != "\\" or index >= len(text):
-            out.append("" if char == "\\" else char)
-            continue
-        char = text[index]
-        index += 1
-        if char == "u":
-            digits = text[index:index + 4]
-            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise Rejected("\\uXXXX escapes with exactly four hexadecimal digits")
-            out.append(chr(int(digits, 16)))
-            index += 4
-        else:
-            out.append(_ESCAPES.get(char, char))
-    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16")
+    """Resolve ``\\t \\n \\r \\f \\uXXXX`` and ``\\x`` -> ``x``; raises ``Rejected`` on a bad ``\\u``.
+
+    UTF-16 surrogate pairs written as two escapes become one character, as in Java; a lone surrogate
+    is refused (it is no character, and no UTF-8 text can carry it on).
+    """
+    if "\\" not in text:
+        return text
+    out = _ESCAPE.sub(_unescape_one, text)
+    if _SURROGATE.search(out) is None:
+        return out
+    try:
+        return out.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        raise Rejected(_BAD_UNICODE) from None
 
 
 def parse_properties(text: str, origin: str) -> tuple[list[tuple[str, str, str]], list[ConfigError]]:
@@ -198,13 +273,17 @@ def read_connector_json(text: str, origin: str, env: Mapping[str, str]) -> Layer
 
     Values may be strings (as Connect stores them) or native JSON scalars, which are turned into the
     text Connect would hold (``true``, ``1024``); a list of scalars is joined with commas; ``null``
-    leaves the property unset. The envelope's ``name`` is kept as the ``name`` property.
+    leaves the property unset. The envelope's ``name`` is kept as the ``name`` property. Keys beside
+    the envelope and nested objects are problems that show their structure, never a secret's value.
     """
     duplicates: list[tuple[str, object]] = []
     document = _decode_json(text, origin, duplicates)
-    layer = layer_from_mapping(_connector_properties(document, origin), origin, env)
+    properties, stray = _connector_properties(document, origin)
+    layer = layer_from_mapping(properties, origin, env)
+    layer.problems[:0] = stray
     for key, value in duplicates:
-        layer.problems.append(problem(key, value, "each property once (it is given more than once)", origin))
+        layer.problems.append(problem(key, _safe(key, value), "each property once (it is given more than once)",
+                                      origin))
     return layer
 
 
@@ -212,10 +291,21 @@ def layer_from_mapping(properties: Mapping[str, object], origin: str, env: Mappi
     """A layer from a mapping of property name -> value, converting values as connector JSON does."""
     layer = Layer()
     for key, value in properties.items():
+        if not isinstance(key, str):
+            layer.problems.append(problem(repr(key), value, "property names that are strings", origin))
+            continue
         text_value = _json_text(key, value, origin, layer)
         if text_value is not None:
             _put_resolved(layer, key, RawValue(text_value, origin, key), env)
     return layer
+
+
+_MAX_JSON_INT_DIGITS = 40
+"""Longer JSON integers are kept as their text: no property takes them, and ``int()`` of a huge one fails."""
+
+
+def _json_int(text: str) -> int | str:
+    return int(text) if len(text) <= _MAX_JSON_INT_DIGITS else text
 
 
 def _decode_json(text: str, origin: str, duplicates: list[tuple[str, object]]) -> object:
@@ -227,28 +317,65 @@ def _decode_json(text: str, origin: str, duplicates: list[tuple[str, object]]) -
             result[key] = value
         return result
 
+    accepted = "a JSON object of connector properties"
     try:
-        return json.loads(text, object_pairs_hook=pairs)
+        return json.loads(text, object_pairs_hook=pairs, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         where = f"{origin}:{exc.lineno}:{exc.colno}"
-        error = ConfigError("(file)", exc.msg, "a JSON object of connector properties", where)
-        raise ConfigErrors([error]) from None
+        raise ConfigErrors([ConfigError("(file)", exc.msg, accepted, printable(where))]) from None
+    except RecursionError:
+        value = "JSON nested too deeply to read"
+        raise ConfigErrors([ConfigError("(file)", value, f"{accepted} (two levels: the envelope and its "
+                                        "config)", printable(origin))]) from None
 
 
-def _connector_properties(document: object, origin: str) -> Mapping[str, object]:
-    accepted = 'a JSON object: {"name": ..., "config": {...}} or the config object itself'
+_ENVELOPE_ACCEPTED = ('a JSON object: {"name": ..., "config": {...}} or the config object itself; beside '
+                     '"config" only name, tasks and type are allowed (move properties into "config")')
+
+
+def _connector_properties(document: object, origin: str) -> tuple[Mapping[str, object], list[ConfigError]]:
+    """The properties of a connector JSON document, and a problem for each stray key beside ``config``."""
     if not isinstance(document, dict):
-        raise ConfigErrors([ConfigError("(file)", type(document).__name__, accepted, origin)])
+        shape = type(document).__name__
+        raise ConfigErrors([ConfigError("(file)", shape, _ENVELOPE_ACCEPTED, printable(origin))])
     inner = document.get("config")
     if not isinstance(inner, dict):
-        return document
-    extra = sorted(set(document) - _ENVELOPE_KEYS)
-    if extra:
-        raise ConfigErrors([ConfigError(extra[0], document[extra[0]], accepted, origin)])
+        return document, []
+    stray = [problem(key, _safe(key, document[key]), _ENVELOPE_ACCEPTED, origin)
+             for key in document if key not in _ENVELOPE_KEYS]
     properties = dict(inner)
     if isinstance(document.get("name"), str):
         properties.setdefault("name", document["name"])
-    return properties
+    return properties, stray
+
+
+_SHAPE_DEPTH = 3
+_SHAPE_ITEMS = 8
+
+
+def _safe(key: str, value: object) -> object:
+    """A JSON value ready for ``problem``: scalars as they are, containers as a masked ``Shape``."""
+    return Shape(_shape(value, key, 0)) if isinstance(value, dict | list) else value
+
+
+def _shape(value: object, path: str, depth: int) -> str:
+    """``value`` drawn as JSON with its names, each scalar masked unless ``path`` names a known
+    non-secret property; at most ``_SHAPE_DEPTH`` levels and ``_SHAPE_ITEMS`` items per level."""
+    if isinstance(value, dict):
+        if depth >= _SHAPE_DEPTH:
+            return "{...}"
+        items = [f'"{printable(clip(str(key)))}": {_shape(item, f"{path}.{key}", depth + 1)}'
+                 for key, item in list(value.items())[:_SHAPE_ITEMS]]
+        return "{" + ", ".join(items + (["..."] if len(value) > _SHAPE_ITEMS else [])) + "}"
+    if isinstance(value, list):
+        if depth >= _SHAPE_DEPTH:
+            return "[...]"
+        shown_items = [_shape(item, path, depth + 1) for item in value[:_SHAPE_ITEMS]]
+        return "[" + ", ".join(shown_items + (["..."] if len(value) > _SHAPE_ITEMS else [])) + "]"
+    shown_value = displayed(path, value)
+    if shown_value == MASK or isinstance(shown_value, Shape):
+        return repr(shown_value)
+    return printable(json.dumps(shown_value, ensure_ascii=False))
 
 
 def _json_text(key: str, value: object, origin: str, layer: Layer) -> str | None:
@@ -261,7 +388,9 @@ def _json_text(key: str, value: object, origin: str, layer: Layer) -> str | None
         return str(value)
     if isinstance(value, list) and all(isinstance(item, str | int | float) for item in value):
         return ",".join(str(item) for item in value)
-    layer.problems.append(problem(key, value, "a string, number, boolean, or list of those", origin))
+    accepted = ("a string, number, boolean, or list of those (write a nested object's keys as dotted "
+                "names: database.password)")
+    layer.problems.append(problem(key, _safe(key, value), accepted, origin))
     return None
 
 
@@ -300,7 +429,9 @@ def read_file(path: str, env: Mapping[str, str]) -> Layer:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise ConfigErrors([ConfigError("(file)", path, f"a readable file ({exc.strerror})", path)]) from None
+        shown_path = printable(path)
+        accepted = f"a readable file ({exc.strerror})"
+        raise ConfigErrors([ConfigError("(file)", shown_path, accepted, shown_path)]) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -6,25 +6,12 @@ are declared next to each property in ``fields.py`` with the reason, so an error
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-MASK = "********"
-"""What every secret is shown as, in ``repr``/``str``, error messages and ``to_display_dict``."""
-
-_SECRET_NAME = re.compile(
-    r"pass|pwd|secret|token|credential|sasl\.jaas\.config|basic\.auth\.user\.info", re.IGNORECASE
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """True if a property (or environment variable) called ``name`` holds a secret and must be masked.
-
-    Debezium's masking rule (``Configuration.PASSWORD_PATTERN``) widened to tokens, credentials and
-    misspelt passwords (``passwd``, ``pwd``): masking too much is harmless, too little is not.
-    """
-    return _SECRET_NAME.search(name) is not None
+from signaller.config.secrets import MASK as MASK  # re-exported
+from signaller.config.secrets import is_secret_name as is_secret_name  # re-exported
+from signaller.patterns import UserPattern
 
 
 def shown(name: str, value: object) -> object:
@@ -170,8 +157,8 @@ class OffsetStorage(StrEnum):
 class KeyColumns:
     """A ``message.key.columns`` rule: tables whose ``schema.table`` matches ``table`` key on ``columns``."""
 
-    table: re.Pattern[str]
+    table: UserPattern
     columns: tuple[str, ...]
 
     def __str__(self) -> str:
-        return f"{self.table.pattern}:{','.join(self.columns)}"
+        return f"{self.table.text}:{','.join(self.columns)}"

@@ -44,12 +44,13 @@ def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connec
     from signaller.api import MetricsRegistry, create_app, serve
     from signaller.config import load_config
     from signaller.runtime.capture import CaptureLoop
-    from signaller.runtime.logging_setup import configure_logging
+    from signaller.runtime.logging_setup import configure_logging, redact_secrets
     from signaller.runtime.supervisor import Supervisor
     from signaller.snapshot.control import SidecarControl
 
     configure_logging()
     settings = load_config(config, os.environ)
+    redact_secrets(settings.secret_values())
     control = SidecarControl()
     metrics = MetricsRegistry()
     token = settings.signaller_http_token.reveal() if settings.signaller_http_token else None

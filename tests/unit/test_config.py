@@ -101,7 +101,7 @@ def test_debezium_tutorial_json_loads_unchanged(tmp_path: Path, caplog: pytest.L
     assert (cfg.topic_prefix, cfg.database_hostname, cfg.database_port) == ("dbserver1", "postgres", 5432)
     assert cfg.database_user == "postgres" and cfg.database_dbname == "postgres"
     assert cfg.database_password == Secret("postgres")
-    assert [p.pattern for p in cfg.schema_include_list] == ["inventory"]
+    assert [p.text for p in cfg.schema_include_list] == ["inventory"]
     assert cfg.plugin_name is PluginName.PGOUTPUT  # Debezium would default to decoderbufs
     assert cfg.snapshot_mode is SnapshotMode.INITIAL
     assert (cfg.slot_name, cfg.publication_name) == ("debezium", "dbz_publication")
@@ -120,7 +120,7 @@ def test_inner_config_object_and_native_json_types(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, "inner.json", json.dumps(inner)), {})
     assert cfg.database_port == 6543 and cfg.tombstones_on_delete is False
     assert cfg.slot_name == "debezium"  # null leaves the property unset
-    assert [p.pattern for p in cfg.table_include_list] == ["public.a", "public.b"]
+    assert [p.text for p in cfg.table_include_list] == ["public.a", "public.b"]
     assert cfg.incremental_snapshot_chunk_size == 10
 
 
@@ -298,7 +298,7 @@ BAD_VALUES = [
     ("transforms", "unwrap", "Single Message Transforms"),
     ("column.mask.with.3.chars", "public.users.email", "publish clear values"),
     ("publish.via.partition.root", "true", "false"),
-    ("database.hostnme", "db", "did you mean 'database.hostname'"),
+    ("kafka.bootstrap.servers", " ", "a non-empty value"),
 ]
 
 
@@ -308,6 +308,14 @@ def test_bad_value_error_names_property_value_origin_accepted(name: str, value: 
     assert (error.key, error.value, error.origin) == (name, value, "mapping")
     assert accepted in error.accepted
     assert name in str(error) and value in str(error) and "mapping" in str(error) and accepted in str(error)
+
+
+def test_unknown_property_is_named_with_suggestions_and_its_value_masked() -> None:
+    """An unknown name's value never helps to explain the name (and a misspelt name may hold a secret)."""
+    error = only_problem({"database.hostnme": "db"})
+    assert (error.key, error.value, error.origin) == ("database.hostnme", MASK, "mapping")
+    assert "did you mean 'database.hostname'" in error.accepted
+    assert "database.hostnme" in str(error) and "mapping" in str(error)
 
 
 def test_missing_required_properties_are_all_reported() -> None:
@@ -437,7 +445,7 @@ def test_column_lists_full_match_schema_table_column() -> None:
 
 def test_regex_list_honours_escaped_commas() -> None:
     cfg = config(table_include_list=r"public\.t_\d{1\,3},public.x")
-    assert [p.pattern for p in cfg.table_include_list] == [r"public\.t_\d{1,3}", "public.x"]
+    assert [p.text for p in cfg.table_include_list] == [r"public\.t_\d{1,3}", "public.x"]
     assert cfg.is_table_captured("public", "t_123") and not cfg.is_table_captured("public", "t_1234")
 
 
