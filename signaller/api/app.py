@@ -94,8 +94,6 @@ UNAUTHORIZED = "missing or wrong bearer token"
 OPEN_PATHS = frozenset({"/health"})
 """Routes that never require the bearer token (probes of orchestrators carry none)."""
 JSON_MEDIA_TYPE = "application/json"
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-"""Methods whose requests change state: their bodies must be ``application/json``."""
 SAFE_FETCH_SITES = frozenset({"same-origin", "none"})
 """``Sec-Fetch-Site`` values a browser sends for the API's own pages or a typed URL."""
 LOOPBACK_HOSTS_DOC = "localhost, 127.0.0.1 (any 127.0.0.0/8 address) or [::1], with any port"
@@ -126,14 +124,15 @@ _SNAPSHOT_TYPE = "^([Ii][Nn][Cc][Rr][Ee][Mm][Ee][Nn][Tt][Aa][Ll]|[Bb][Ll][Oo][Cc
 _SNAPSHOT_TYPE_DOC = "'incremental' (the default) or 'blocking', in any letter case."
 _COLLECTION_DOC = "Regular expressions full-matched against 'schema.table' (case-sensitive)."
 TABLE_PATTERN_FORMAT = "table-pattern"
-"""The ``format`` of regular expressions over 'schema.table'. Not JSON Schema's ``regex`` (ECMA-262
-syntax: it refuses a lone ``{``, which RE2 and Python accept): a pattern is valid when it compiles
-as ``signaller.patterns`` compiles it, which no JSON Schema keyword can state."""
+"""The ``format`` of regular expressions over 'schema.table': compiled as the signal parser compiles
+it (leading and trailing whitespace trimmed). Not JSON Schema's ``regex`` (ECMA-262 syntax: it
+refuses a lone ``{``, which RE2 and Python accept); no JSON Schema keyword can state "compiles", so
+the format carries it, beside the ``pattern`` that states "not blank"."""
 _REGEX = {"format": TABLE_PATTERN_FORMAT}
 
 Regex = Annotated[str, Field(min_length=1, pattern=_NOT_BLANK, json_schema_extra=_REGEX,
-                             description="A regular expression (RE2 syntax: Java/Python without backreferences "
-                                         "or lookaround) full-matched against 'schema.table'.")]
+                             description="A non-blank regular expression (RE2 syntax: Java/Python without "
+                                         "backreferences or lookaround) full-matched against 'schema.table'.")]
 """A user's regular expression: non-blank and compilable (the parser refuses others with 422)."""
 NonBlank = Annotated[str, Field(min_length=1, pattern=_NOT_BLANK)]
 
@@ -746,6 +745,13 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestRejected)
     async def rejected(_request: Request, exc: RequestRejected) -> JSONResponse:
         return _error(exc.reason, exc.status)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        # A bug, not bad input (every malformed request is answered 4xx above): logged with its traceback
+        # by the server, answered as JSON like every other error.
+        return _error(f"internal error of the HTTP API on {request.method} {request.url.path[:200]} "
+                      f"({type(exc).__name__}); it is in the sidecar's log", 500)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -802,3 +802,22 @@ def test_wrong_method_is_a_405_with_allow(app: FastAPI, method: str, path: str, 
     assert response.status_code == 405
     assert response.headers["allow"] == allowed
     assert response.json() == {"error": f"method {method} is not allowed on {path}; accepted: {allowed}"}
+
+
+def test_an_unexpected_failure_is_still_a_json_error(control: SidecarControl, metrics: MetricsRegistry) -> None:
+    app = create_app(control, token=None, metrics=metrics)
+
+    def broken_status() -> SidecarStatus:
+        raise LookupError("bug")
+
+    control.status = broken_status  # type: ignore[method-assign]
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8089") as client:
+            return await client.get("/snapshots")
+
+    response = asyncio.run(send())
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal error of the HTTP API on GET /snapshots (LookupError); it is in "
+                                        "the sidecar's log"}

@@ -25,6 +25,8 @@ from fastapi import FastAPI
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
+from schemathesis.core.failures import Failure
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from signaller.api import MetricsRegistry, create_app
 from signaller.api.app import MAX_SIGNAL_BYTES, TABLE_PATTERN_FORMAT
@@ -49,7 +51,8 @@ def _compiles(pattern: str) -> bool:
     return True
 
 
-# Regular expressions of table names, as a user writes them (RE2 and Python both compile them).
+# The documented format "table-pattern": regular expressions of table names, as a user writes them. Each
+# piece stands alone, so every concatenation compiles in RE2 and Python alike (the filter never rejects).
 TABLE_PATTERNS = st.lists(st.sampled_from(["public", "\\.", "orders", ".*", "[a-z_]+", "t_\\d{1,3}", "(a|b)",
                                            "\\w+", "ö", "x?", "{", "}"]), min_size=1, max_size=5
                           ).map("".join).filter(_compiles)
@@ -64,7 +67,7 @@ CONFIG = SchemathesisConfig.from_dict({
 })
 AUTHORIZED = {"Authorization": f"Bearer {TOKEN}", "Host": HOST}
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG, headers=AUTHORIZED)
-CASES_RUN: dict[str, int] = {"with-token": 0, "without-token": 0, "fuzz": 0}
+CASES_RUN: dict[str, int] = {"with-token": 0, "without-token": 0, "fuzz": 0, "invalid-pattern-422": 0}
 FUZZ_STATUSES: set[int] = set()
 
 
@@ -74,10 +77,31 @@ def fake_loop() -> Iterator[FakeLoop]:
         yield _loop
 
 
+INVALID_PATTERN = "is not a valid regular expression"
+"""How the parser names a string that breaks the ``table-pattern`` format (a pattern that does not compile)."""
+
+
+def positive_data_acceptance_with_table_patterns(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
+    """schemathesis' ``positive_data_acceptance``, but a 422 naming a pattern that does not compile is right.
+
+    The document gives such strings ``format: table-pattern`` (a compilable regular expression); no JSON
+    Schema validator can assert a custom format, so schemathesis may take a string that breaks it for
+    valid data. Every other refusal of valid data still fails.
+    """
+    try:
+        return positive_data_acceptance(ctx, response, case)
+    except Failure:
+        if response.status_code == 422 and INVALID_PATTERN in response.json().get("error", ""):
+            CASES_RUN["invalid-pattern-422"] += 1
+            return None
+        raise
+
+
 @schema.parametrize()
 def test_every_operation_with_the_token(case: schemathesis.Case) -> None:
     CASES_RUN["with-token"] += 1
-    case.call_and_validate(headers=AUTHORIZED)
+    case.call_and_validate(headers=AUTHORIZED, excluded_checks=[positive_data_acceptance],
+                           additional_checks=[positive_data_acceptance_with_table_patterns])
 
 
 @schema.parametrize()
