@@ -172,7 +172,8 @@ def test_invalid_signals_on_every_channel_are_answered_and_streaming_goes_on(cap
     # HTTP: answered at once, 4xx with the reason.
     for case, signal_id, signal_type, data, reason in cases:
         if case == "bad-json":
-            response = api.client.post("/signals", content=b'{"id": "bad-json", "type": ')
+            response = api.client.post("/signals", content=b'{"id": "bad-json", "type": ',
+                                       headers={"content-type": "application/json"})
         else:
             response = api.client.post("/signals", content=envelope(f"http-{signal_id}", signal_type, data).encode(),
                                        headers={"content-type": "application/json"})

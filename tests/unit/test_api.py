@@ -102,14 +102,14 @@ def app(control: SidecarControl, metrics: MetricsRegistry) -> FastAPI:
 
 def call(app: FastAPI, method: str, path: str, *, token: str | None = None,
          headers: dict[str, str] | None = None, **kwargs: Any) -> httpx.Response:
-    """One request through the ASGI transport (no socket), in a fresh event loop."""
+    """One request through the ASGI transport (no socket), in a fresh event loop, to 127.0.0.1:8089."""
     all_headers = dict(headers or {})
     if token is not None:
         all_headers["Authorization"] = f"Bearer {token}"
 
     async def send() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://signaller.test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8089") as client:
             return await client.request(method, path, headers=all_headers, **kwargs)
 
     return asyncio.run(send())
@@ -182,15 +182,20 @@ def test_invalid_signals_are_answered_with_the_parser_reason(
     assert sample(metrics, "signaller_signals_total", channel="http", outcome="invalid") == 1.0
 
 
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
 def test_body_that_is_not_utf8_is_a_400(app: FastAPI, loop: FakeLoop) -> None:
-    response = call(app, "POST", "/signals", content=b'{"id": "\xff"}')
-    assert (response.status_code, response.json()) == (400, {"error": "the body is not UTF-8 text"})
+    response = call(app, "POST", "/signals", content=b'{"id": "\xff"}', headers=JSON_HEADERS)
+    assert (response.status_code, response.json()) == (400, {
+        "error": "the body is not UTF-8 text (invalid byte at offset 8); accepted: JSON encoded as UTF-8"})
 
 
 def test_oversized_body_is_a_413_and_never_parsed(app: FastAPI, loop: FakeLoop) -> None:
-    response = call(app, "POST", "/signals", content=b" " * (MAX_SIGNAL_BYTES + 1))
+    response = call(app, "POST", "/signals", content=b" " * (MAX_SIGNAL_BYTES + 1), headers=JSON_HEADERS)
     assert response.status_code == 413
-    assert response.json() == {"error": f"the signal is larger than {MAX_SIGNAL_BYTES} bytes"}
+    assert response.json() == {
+        "error": f"the body is larger than {MAX_SIGNAL_BYTES} bytes; accepted: at most {MAX_SIGNAL_BYTES} bytes"}
     assert loop.received == []
 
 
@@ -369,7 +374,8 @@ def test_invalid_chunk_size_is_a_400(app: FastAPI, loop: FakeLoop, body: object)
 
 def test_chunk_size_out_of_range_names_the_field(app: FastAPI, loop: FakeLoop) -> None:
     response = call(app, "PUT", "/snapshots/chunk-size", json={"chunk_size": 0})
-    assert response.json() == {"error": "chunk_size: Input should be greater than or equal to 1"}
+    assert response.json() == {
+        "error": 'chunk_size: 0 is out of range; accepted: {"chunk_size": <integer from 1 to 1000000>}'}
 
 
 def test_chunk_size_refused_by_the_loop_is_a_400(app: FastAPI, loop: FakeLoop) -> None:
@@ -383,20 +389,39 @@ def test_chunk_size_refused_by_the_loop_is_a_400(app: FastAPI, loop: FakeLoop) -
 def test_health_ok_while_streaming(control: SidecarControl, app: FastAPI) -> None:
     control.publish(SidecarStatus(streaming=True, committed_lsn=0x1_016B3748, events=42))
     response = call(app, "GET", "/health")
-    assert response.status_code == 200
-    assert response.json() == {"status": "ok", "streaming": True, "committed_lsn": "1/16B3748", "events": 42,
-                               "last_error": None}
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+    details = call(app, "GET", "/health/details")
+    assert (details.status_code, details.json()) == (200, {
+        "status": "ok", "streaming": True, "committed_lsn": "1/16B3748", "events": 42, "last_error": None})
 
 
 def test_health_starting_and_error_are_503(control: SidecarControl, app: FastAPI) -> None:
     response = call(app, "GET", "/health")
-    assert (response.status_code, response.json()["status"], response.json()["committed_lsn"]) == (503, "starting",
-                                                                                                     "0/0")
+    assert (response.status_code, response.json()) == (503, {"status": "starting"})
     control.publish(SidecarStatus(streaming=False, last_error="replication slot is active for PID 4711"))
     response = call(app, "GET", "/health")
-    assert response.status_code == 503
-    assert response.json() == {"status": "error", "streaming": False, "committed_lsn": "0/0", "events": 0,
-                               "last_error": "replication slot is active for PID 4711"}
+    assert (response.status_code, response.json()) == (503, {"status": "error"})
+    details = call(app, "GET", "/health/details")
+    assert (details.status_code, details.json()) == (200, {
+        "status": "error", "streaming": False, "committed_lsn": "0/0", "events": 0,
+        "last_error": "replication slot is active for PID 4711"})
+
+
+def test_health_discloses_nothing_about_the_database_without_the_token(
+    control: SidecarControl, secured: FastAPI,
+) -> None:
+    error = 'connection to server at "db.internal" (10.0.0.7), port 5432 failed: password authentication ' \
+            'failed for user "cdc_admin"'
+    control.publish(SidecarStatus(streaming=False, committed_lsn=0x16B3748, events=9, last_error=error))
+
+    response = call(secured, "GET", "/health")
+
+    assert (response.status_code, response.json()) == (503, {"status": "error"})
+    for secret in ("db.internal", "10.0.0.7", "cdc_admin", "5432", "16B3748"):
+        assert secret not in response.text
+    assert call(secured, "GET", "/health/details").status_code == 401
+    details = call(secured, "GET", "/health/details", token=TOKEN)
+    assert (details.status_code, details.json()["last_error"]) == (200, error)
 
 
 # -- GET /metrics and MetricsRegistry ------------------------------------------------------------------------
@@ -456,16 +481,16 @@ def test_openapi_lists_the_routes_and_documents_the_bodies(app: FastAPI) -> None
     paths = document["paths"]
     assert {path: sorted(methods) for path, methods in paths.items()} == {
         "/signals": ["post"], "/snapshots": ["get"], "/snapshots/chunk-size": ["put"], "/health": ["get"],
-        "/metrics": ["get"],
+        "/health/details": ["get"], "/metrics": ["get"],
     }
     signals = paths["/signals"]["post"]
     assert signals["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/SignalRequest"}
-    assert {"202", "400", "401", "422", "503"} <= set(signals["responses"])
+    assert {"202", "400", "403", "413", "415", "421", "422", "503"} <= set(signals["responses"])
     assert "422" not in paths["/snapshots/chunk-size"]["put"]["responses"]  # validation errors are 400s
     schemas = document["components"]["schemas"]
     for name in ("SignalRequest", "SignalAccepted", "ErrorBody", "SnapshotsBody", "TableProgressBody", "ChunkSize",
-                 "HealthBody"):
+                 "HealthBody", "HealthDetails"):
         assert name in schemas, name
     assert set(schemas["TableProgressBody"]["properties"]) == {
         "table", "state", "rows_emitted", "estimated_rows", "progress", "chunk_from", "chunk_to", "maximum_key",
@@ -477,20 +502,322 @@ def test_request_body_schema_mirrors_signal_schema_json(app: FastAPI) -> None:
     reference = json.loads(SCHEMA_FILE.read_text())
     schemas = call(app, "GET", "/openapi.json").json()["components"]["schemas"]
     request = schemas["SignalRequest"]
+    variants = {ref.rsplit("/", 1)[1] for ref in request["discriminator"]["mapping"].values()}
 
-    assert sorted(request["required"]) == sorted(reference["required"])
-    assert set(request["properties"]) == set(reference["properties"])
-    assert request["properties"]["type"]["enum"] == reference["properties"]["type"]["enum"]
+    # One variant per signal type, each with the reference's envelope and a data schema of its own.
+    assert sorted(request["discriminator"]["mapping"]) == sorted(reference["properties"]["type"]["enum"])
+    for name in variants:
+        variant = schemas[name]
+        assert sorted(variant["required"]) == sorted(reference["required"]), name
+        assert set(variant["properties"]) == set(reference["properties"]), name
+        assert "additionalProperties" not in variant, name  # unknown top-level keys are ignored, as by the parser
+    assert schemas["StopSnapshotSignal"]["properties"]["data"] == {"$ref": "#/components/schemas/StopSnapshotData"}
     for ours, theirs in (("ExecuteSnapshotData", "executeSnapshotData"), ("StopSnapshotData", "stopSnapshotData"),
                          ("LogData", "logData"), ("AdditionalCondition", "additionalCondition")):
         definition = reference["$defs"][theirs]
         assert set(schemas[ours]["properties"]) == set(definition["properties"]), ours
         assert sorted(schemas[ours].get("required", [])) == sorted(definition.get("required", [])), ours
-    snapshot_type = schemas["ExecuteSnapshotData"]["properties"]["type"]["anyOf"][0]["pattern"]
-    assert snapshot_type == reference["$defs"]["snapshotType"]["pattern"]
+    # A blocking snapshot is the same but for surrogate-key (the parser refuses it there) and needs its type.
+    blocking = schemas["BlockingSnapshotData"]
+    assert set(blocking["properties"]) == set(reference["$defs"]["executeSnapshotData"]["properties"]) - {
+        "surrogate-key"}
+    assert sorted(blocking["required"]) == ["data-collections", "type"]
+    assert schemas["StopSnapshotData"]["properties"]["type"]["pattern"] == reference["$defs"]["snapshotType"]["pattern"]
+
+
+def test_log_signal_without_message_is_documented_invalid_and_answered_422(app: FastAPI, loop: FakeLoop) -> None:
+    schemas = call(app, "GET", "/openapi.json").json()["components"]["schemas"]
+    assert schemas["LogSignal"]["properties"]["data"] == {"$ref": "#/components/schemas/LogData"}
+    assert schemas["LogData"]["required"] == ["message"]
+
+    response = call(app, "POST", "/signals", json={"id": "l-1", "type": "log", "data": {}})
+    assert response.status_code == 422
+    assert response.json()["error"].startswith("data.message: missing")
+    logged = call(app, "POST", "/signals", json={"id": "l-2", "type": "log", "data": {"message": "hi"}})
+    assert logged.status_code == 202
+
+
+def test_openapi_declares_the_bearer_scheme_and_every_status(secured: FastAPI) -> None:
+    document = call(secured, "GET", "/openapi.json", token=TOKEN).json()
+
+    assert document["components"]["securitySchemes"] == {"bearerAuth": {
+        "type": "http", "scheme": "bearer",
+        "description": "signaller.http.token; every operation but GET /health requires it."}}
+    assert document["security"] == [{"bearerAuth": []}]
+    statuses = {path: sorted(operation["responses"]) for path, item in document["paths"].items()
+                for operation in item.values()}
+    assert statuses == {
+        "/signals": ["202", "400", "401", "403", "413", "415", "422", "500", "503"],
+        "/snapshots": ["200", "401", "403"],
+        "/snapshots/chunk-size": ["200", "400", "401", "403", "413", "415", "500", "503"],
+        "/health": ["200", "403", "503"],
+        "/health/details": ["200", "401", "403"],
+        "/metrics": ["200", "401", "403"],
+    }
+    assert document["paths"]["/health"]["get"]["security"] == []
+    unauthorized = document["paths"]["/metrics"]["get"]["responses"]["401"]
+    assert unauthorized["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+    assert "WWW-Authenticate" in unauthorized["headers"]
+
+
+def test_openapi_without_a_token_declares_no_security_and_the_host_check(app: FastAPI) -> None:
+    document = call(app, "GET", "/openapi.json").json()
+    assert "securitySchemes" not in document["components"]
+    assert "security" not in document
+    for item in document["paths"].values():
+        for operation in item.values():
+            assert "401" not in operation["responses"]
+            assert {"403", "421"} <= set(operation["responses"])
 
 
 def test_documented_examples_are_accepted_by_the_parser(app: FastAPI) -> None:
     request = call(app, "GET", "/openapi.json").json()["components"]["schemas"]["SignalRequest"]
     for example in request["examples"]:
         parse_action(signal_from_json(json.dumps(example), channel="http"))
+
+
+# -- cross-site requests (finding 7) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content_type", [
+    None, "text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data",
+    "application/json; charset=latin-1", "application/jsonx", "",
+])
+@pytest.mark.parametrize("path", ["/signals", "/snapshots/chunk-size"])
+def test_state_changing_requests_need_application_json(
+    app: FastAPI, loop: FakeLoop, metrics: MetricsRegistry, content_type: str | None, path: str,
+) -> None:
+    body = json.dumps(EXECUTE if path == "/signals" else {"chunk_size": 5}).encode()
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    method = "POST" if path == "/signals" else "PUT"
+
+    response = call(app, method, path, content=body, headers=headers)
+
+    assert response.status_code == 415
+    shown = "none" if not content_type else repr(content_type)
+    assert response.json() == {"error": f"Content-Type {shown} is not accepted; accepted: application/json "
+                                        "(optionally with charset=utf-8)"}
+    assert loop.received == []
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "Application/JSON; charset=UTF-8",
+                                          'application/json;charset="utf-8"'])
+def test_json_content_types_are_accepted(app: FastAPI, loop: FakeLoop, content_type: str) -> None:
+    response = call(app, "POST", "/signals", content=json.dumps(EXECUTE).encode(),
+                    headers={"Content-Type": content_type})
+    assert response.status_code == 202
+
+
+def test_the_finding_a_foreign_page_cannot_start_a_snapshot(app: FastAPI, loop: FakeLoop) -> None:
+    """Issue 10, finding 7: text/plain with a foreign Origin was accepted (202)."""
+    response = call(app, "POST", "/signals", content=json.dumps(EXECUTE).encode(),
+                    headers={"Content-Type": "text/plain", "Origin": "https://evil.example"})
+    assert response.status_code == 403
+    assert response.json()["error"].startswith("cross-site request refused: Origin 'https://evil.example'")
+    assert loop.received == []
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://127.0.0.1:3000", "http://localhost:8089",
+                                    "https://127.0.0.1:9999", "file://", "not a url", "http://127.0.0.1:99999"])
+@pytest.mark.parametrize(("method", "path"), [("POST", "/signals"), ("PUT", "/snapshots/chunk-size"),
+                                              ("GET", "/snapshots"), ("GET", "/health")])
+def test_foreign_origins_are_refused_with_403(app: FastAPI, loop: FakeLoop, origin: str, method: str,
+                                              path: str) -> None:
+    response = call(app, method, path, headers={"Origin": origin},
+                    json=None if method == "GET" else (EXECUTE if path == "/signals" else {"chunk_size": 5}))
+    assert response.status_code == 403
+    assert response.json() == {"error": f"cross-site request refused: Origin {origin!r} is not this API's origin; "
+                                        "accepted: no Origin header, or the API's own origin "
+                                        "(http(s)://127.0.0.1:8089)"}
+    assert loop.received == []
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:8089", "HTTP://127.0.0.1:8089"])
+def test_the_apis_own_origin_is_accepted(app: FastAPI, loop: FakeLoop, origin: str) -> None:
+    """The Swagger UI at /docs posts with the API's own Origin."""
+    response = call(app, "POST", "/signals", json=EXECUTE, headers={"Origin": origin, "Sec-Fetch-Site": "same-origin"})
+    assert response.status_code == 202
+
+
+def test_origin_is_compared_with_the_default_port_of_its_scheme(app: FastAPI, loop: FakeLoop) -> None:
+    async def send(host: str, origin: str) -> int:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as client:
+            response = await client.get("/snapshots", headers={"Origin": origin})
+            return response.status_code
+
+    assert asyncio.run(send("localhost", "http://localhost")) == 200
+    assert asyncio.run(send("localhost", "https://localhost")) == 200  # TLS ended by a proxy: Host has no port
+    assert asyncio.run(send("localhost", "http://localhost:80")) == 200
+    assert asyncio.run(send("localhost", "http://localhost:8080")) == 403
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site", "CROSS-SITE", "bogus"])
+def test_sec_fetch_site_from_another_site_is_refused(app: FastAPI, loop: FakeLoop, site: str) -> None:
+    response = call(app, "POST", "/signals", json=EXECUTE, headers={"Sec-Fetch-Site": site})
+    assert response.status_code == 403
+    assert response.json() == {"error": f"cross-site request refused: Sec-Fetch-Site {site!r}; accepted: no "
+                                        "Sec-Fetch-Site header, 'same-origin' or 'none' (a page of another site "
+                                        "or port cannot drive this API)"}
+    assert loop.received == []
+
+
+@pytest.mark.parametrize("site", ["same-origin", "none"])
+def test_sec_fetch_site_of_the_api_itself_is_accepted(app: FastAPI, loop: FakeLoop, site: str) -> None:
+    assert call(app, "POST", "/signals", json=EXECUTE, headers={"Sec-Fetch-Site": site}).status_code == 202
+
+
+def _with_host(app: FastAPI, host: str, method: str = "GET", path: str = "/snapshots", **kwargs: Any) -> httpx.Response:
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            return await client.request(method, path, headers={"Host": host}, **kwargs)
+
+    return asyncio.run(send())
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8089", "attacker.localhost", "10.0.0.7:8089",
+                                  "localhost.evil.example", "[::2]:8089", "127.0.0.1.nip.io", "0.0.0.0:8089"])
+def test_without_a_token_a_foreign_host_is_refused_with_421(app: FastAPI, loop: FakeLoop, host: str) -> None:
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 still sends its own Host."""
+    response = _with_host(app, host, "POST", "/signals", json=EXECUTE)
+    assert response.status_code == 421
+    assert response.json() == {"error": f"Host {host!r} is not a loopback address; accepted: localhost, 127.0.0.1 "
+                                        "(any 127.0.0.0/8 address) or [::1], with any port (this API has no bearer "
+                                        "token, so it answers only requests addressed to a loopback name, a defence "
+                                        "against DNS rebinding; set signaller.http.token to serve other names)"}
+    assert loop.received == []
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST:8089", "127.0.0.1", "127.0.0.1:8089", "127.1.2.3:1",
+                                  "[::1]", "[::1]:8089"])
+def test_without_a_token_loopback_hosts_are_served(app: FastAPI, loop: FakeLoop, host: str) -> None:
+    assert _with_host(app, host, "POST", "/signals", json=EXECUTE).status_code == 202
+
+
+def test_with_a_token_any_host_is_served(secured: FastAPI, loop: FakeLoop) -> None:
+    """The token is the defence there: proxies and service names must work."""
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=secured)
+        async with httpx.AsyncClient(transport=transport, base_url="http://signaller.prod.svc:8089") as client:
+            return await client.get("/snapshots", headers={"Authorization": f"Bearer {TOKEN}"})
+
+    assert asyncio.run(send()).status_code == 200
+
+
+def test_cross_site_checks_come_before_authentication(secured: FastAPI, loop: FakeLoop) -> None:
+    response = call(secured, "POST", "/signals", token=TOKEN, json=EXECUTE, headers={"Origin": "https://evil.example"})
+    assert response.status_code == 403
+
+
+# -- malformed requests are 4xx {"error": ...}, never 5xx (finding 8) ----------------------------------------
+
+
+@pytest.mark.parametrize(("method", "path", "depth"), [
+    ("POST", "/signals", 65), ("POST", "/signals", 1025), ("POST", "/signals", 100_000),
+    ("PUT", "/snapshots/chunk-size", 65), ("PUT", "/snapshots/chunk-size", 1025),
+])
+def test_deeply_nested_json_is_a_400(app: FastAPI, loop: FakeLoop, method: str, path: str, depth: int) -> None:
+    """Issue 10, finding 8: 100,000 nested arrays were a 500 (RecursionError)."""
+    for body in ("[" * depth + "]" * depth, '{"id": "d", "type": "log", "data": {"message": "x", "x": '
+                 + "[" * depth + "]" * depth + "}}"):
+        response = call(app, method, path, content=body.encode(), headers=JSON_HEADERS)
+        assert response.status_code == 400
+        assert response.json() == {"error": "the body nests arrays/objects deeper than 64 levels; accepted: JSON "
+                                            "nested at most 64 levels deep"}
+    assert loop.received == []
+
+
+def test_nesting_up_to_the_limit_is_accepted(app: FastAPI, loop: FakeLoop) -> None:
+    nested = "[" * 62 + "]" * 62  # + the signal object and data: 64 levels
+    body = '{"id": "n", "type": "pause-snapshot", "data": {"x": ' + nested + "}}"
+    assert call(app, "POST", "/signals", content=body.encode(), headers=JSON_HEADERS).status_code == 202
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b'{"chunk_size": "\xff"}', "the body is not UTF-8 text (invalid byte at offset 16); accepted: JSON encoded "
+                                "as UTF-8"),
+    (b'{"chunk_size": ', "the body is not valid JSON (unexpected end of data: line 1 column 16 (char 15)); "
+                         "accepted: one JSON object"),
+    (b"", "the body is not valid JSON (Input is a zero-length, empty document: line 1 column 1 (char 0)); "
+          "accepted: one JSON object"),
+    (b"[5]", 'body: expected a JSON object, got an array; accepted: {"chunk_size": <integer from 1 to 1000000>}'),
+    (b'{"chunk_size": 5, "size": 6}', "body: unknown key(s) 'size'; accepted: {\"chunk_size\": <integer from 1 to "
+                                      "1000000>}"),
+    (b"{}", 'chunk_size: missing; accepted: {"chunk_size": <integer from 1 to 1000000>}'),
+    (b'{"chunk_size": true}', 'chunk_size: expected an integer, got a boolean; accepted: {"chunk_size": <integer '
+                              'from 1 to 1000000>}'),
+    (b'{"chunk_size": 10.5}', 'chunk_size: expected an integer, got the number 10.5; accepted: {"chunk_size": '
+                              '<integer from 1 to 1000000>}'),
+    (b'{"chunk_size": 1e400}', "the body is not valid JSON (number is infinity when parsed as double: line 1 "
+                               "column 16 (char 15)); accepted: one JSON object"),
+    (b'{"chunk_size": ' + b"9" * 40 + b"}", 'chunk_size: 1e+40 is out of range; accepted: {"chunk_size": '
+                                            '<integer from 1 to 1000000>}'),
+    (b'{"chunk_size": 1000001}', 'chunk_size: 1000001 is out of range; accepted: {"chunk_size": <integer from 1 '
+                                 'to 1000000>}'),
+])
+def test_malformed_chunk_size_bodies_are_400_with_the_reason(app: FastAPI, loop: FakeLoop, body: bytes,
+                                                             reason: str) -> None:
+    """Issue 10, finding 14: a body that is not UTF-8 was answered {"detail": ...}."""
+    response = call(app, "PUT", "/snapshots/chunk-size", content=body, headers=JSON_HEADERS)
+    assert (response.status_code, response.json()) == (400, {"error": reason})
+    assert loop.received == []
+
+
+def test_integral_number_is_a_chunk_size(app: FastAPI, loop: FakeLoop) -> None:
+    """JSON Schema's integer (what the document says) includes 500.0."""
+    response = call(app, "PUT", "/snapshots/chunk-size", content=b'{"chunk_size": 500.0}', headers=JSON_HEADERS)
+    assert (response.status_code, response.json()) == (200, {"chunk_size": 500})
+
+
+def test_oversized_chunk_size_body_is_a_413(app: FastAPI, loop: FakeLoop) -> None:
+    response = call(app, "PUT", "/snapshots/chunk-size", content=b" " * 4097, headers=JSON_HEADERS)
+    assert (response.status_code, response.json()) == (413, {
+        "error": "the body is larger than 4096 bytes; accepted: at most 4096 bytes"})
+
+
+@pytest.mark.parametrize("additional", ["[1]", '"x"', "null", "5"])
+def test_additional_data_must_be_an_object(app: FastAPI, loop: FakeLoop, additional: str) -> None:
+    body = '{"id": "a-1", "type": "pause-snapshot", "data": {}, "additionalData": ' + additional + "}"
+    response = call(app, "POST", "/signals", content=body.encode(), headers=JSON_HEADERS)
+    assert response.status_code == 422
+    assert response.json()["error"].startswith("additionalData: expected a JSON object, got ")
+    assert loop.received == []
+
+
+def test_unknown_route_is_a_404_naming_the_routes(app: FastAPI) -> None:
+    response = call(app, "GET", "/nowhere")
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error.startswith("no route GET '/nowhere'; accepted: ")
+    assert "POST /signals" in error and "PUT /snapshots/chunk-size" in error and "GET /health/details" in error
+
+
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("GET", "/signals", "POST"), ("DELETE", "/signals", "POST"), ("POST", "/snapshots", "GET"),
+    ("POST", "/snapshots/chunk-size", "PUT"), ("TRACE", "/health", "GET"),
+])
+def test_wrong_method_is_a_405_with_allow(app: FastAPI, method: str, path: str, allowed: str) -> None:
+    response = call(app, method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == allowed
+    assert response.json() == {"error": f"method {method} is not allowed on {path}; accepted: {allowed}"}
+
+
+def test_an_unexpected_failure_is_still_a_json_error(control: SidecarControl, metrics: MetricsRegistry) -> None:
+    app = create_app(control, token=None, metrics=metrics)
+
+    def broken_status() -> SidecarStatus:
+        raise LookupError("bug")
+
+    control.status = broken_status  # type: ignore[method-assign]
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8089") as client:
+            return await client.get("/snapshots")
+
+    response = asyncio.run(send())
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal error of the HTTP API on GET /snapshots (LookupError); it is in "
+                                        "the sidecar's log"}
