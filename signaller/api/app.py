@@ -132,7 +132,8 @@ _REGEX = {"format": TABLE_PATTERN_FORMAT}
 
 Regex = Annotated[str, Field(min_length=1, pattern=_NOT_BLANK, json_schema_extra=_REGEX,
                              description="A non-blank regular expression (RE2 syntax: Java/Python without "
-                                         "backreferences or lookaround) full-matched against 'schema.table'.")]
+                                         "backreferences or lookaround), at most 4096 characters once trimmed, "
+                                         "full-matched against 'schema.table'.")]
 """A user's regular expression: non-blank and compilable (the parser refuses others with 422)."""
 NonBlank = Annotated[str, Field(min_length=1, pattern=_NOT_BLANK)]
 
@@ -164,8 +165,10 @@ class BlockingCondition(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
-    data_collection: str = Field(alias="data-collection", min_length=1, pattern=_NOT_BLANK,
-                                 description="The table id 'schema.table' (a literal, not a pattern).")
+    data_collection: Regex = Field(
+        alias="data-collection",
+        description="Regular expression full-matched against 'schema.table', case-insensitively (a table id "
+                    "such as 'public.orders' matches itself).")
     filter: str = Field(min_length=1, pattern=_NOT_BLANK,
                         description="A boolean SQL expression over the table's columns.")
 
