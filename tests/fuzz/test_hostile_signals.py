@@ -33,7 +33,7 @@ from tests.kafka_helpers import create_topic, produce
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.integration]
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 """Batches per run (each one to 1-4 payloads); ``FUZZ_EXAMPLES`` raises it for long runs."""
 ANSWER_TIMEOUT_S = 20.0
 HTTP_MAX_BYTES = 1 << 20
