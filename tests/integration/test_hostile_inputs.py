@@ -163,4 +163,5 @@ def test_a_blocking_snapshot_of_a_large_table_runs_in_bounded_memory(capture: Ca
     assert scanned and scanned[-1]["additional_data"]["total_rows_scanned"] == str(rows), scanned
     growth_mb = (_peak_rss_kb(car.proc.pid) - before) / 1024
     table_mb = rows * width / 1e6
+    print(f"blocking snapshot of a {table_mb:.0f} MB table: peak RSS grew {growth_mb:.0f} MB")
     assert growth_mb < table_mb / 3, f"peak RSS grew {growth_mb:.0f} MB for a {table_mb:.0f} MB table"
