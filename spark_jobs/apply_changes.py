@@ -53,6 +53,7 @@ from spark_jobs.connect_schema import (
     row_columns,
 )
 from spark_jobs.job_config import ApplyJobConfig, JobConfigError, load_job_config
+from spark_jobs.phases import PhaseClock
 
 META_COLUMNS = ("_cdc_seq", "_cdc_op", "_cdc_ts_ms")
 META_DDL = "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _cdc_op STRING, _cdc_ts_ms BIGINT"
@@ -120,11 +121,18 @@ class BatchApplier:
         self._known: set[str] = set()  # Delta tables known to exist
         self._states: dict[str, TableState] = {}  # this job is the tables' only writer
         self._last_gc: dict[str, float] = {}
+        self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
+        self._clock: PhaseClock | None = None
+
+    def _phase(self, name: str) -> Any:
+        assert self._clock is not None
+        return self._clock.phase(name)
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
         spark = batch_df.sparkSession
+        clock = self._clock = PhaseClock(spark, batch_id)
         data = batch_df.where(F.col("value").isNotNull()).select(
             "topic", "partition", "offset", "key", "value",
             F.col("key").cast("string").alias("key_str"),
@@ -134,12 +142,14 @@ class BatchApplier:
             framed = self._frame(data)
             # One pass over the batch finds every topic and the distinct schemas in each.
             found: dict[str, list[Any]] = {}
-            for row in (
-                framed.groupBy("topic", "_wrapped", "_schema_hash")
-                .agg(F.first("_schema_text", ignorenulls=True).alias("schema"),
-                     F.first("key_str", ignorenulls=True).alias("key"), F.max("offset").alias("newest"))
-                .collect()
-            ):
+            with self._phase("read"):
+                discovered = (
+                    framed.groupBy("topic", "_wrapped", "_schema_hash")
+                    .agg(F.first("_schema_text", ignorenulls=True).alias("schema"),
+                         F.first("key_str", ignorenulls=True).alias("key"), F.max("offset").alias("newest"))
+                    .collect()
+                )
+            for row in discovered:
                 found.setdefault(row.topic, []).append(row)
             for topic in sorted(found):
                 rows = sorted(found[topic], key=lambda r: r.newest)
@@ -147,6 +157,8 @@ class BatchApplier:
             self.stats["batches"] += 1
         finally:
             data.unpersist()
+            clock.finish()
+            self.last_clock, self._clock = clock, None
 
     # -- one table ------------------------------------------------------------------------
     def _apply_topic(self, spark: Any, framed: Any, topic: str, batch_id: int, found: list[Any]) -> None:
@@ -155,8 +167,9 @@ class BatchApplier:
         started = time.monotonic()
         name, path = table_path(self.cfg, topic)
         try:
-            state = self._table_state(spark, path)
-            groups = self._groups(spark, framed, state, found)
+            with self._phase("schema"):
+                state = self._table_state(spark, path)
+                groups = self._groups(spark, framed, state, found)
             for bad_group in [g for g in groups if g.error]:
                 self._dead_letter(spark, self._group_rows(framed, bad_group), topic, bad_group.error or "", batch_id)
             groups = [g for g in groups if not g.error]
@@ -181,20 +194,23 @@ class BatchApplier:
             events = events.unionByName(part)
         events = events.persist()
         try:
-            stats = events.agg(
-                F.count(F.lit(1)).alias("n"),
-                F.count(F.col("_reason")).alias("bad"),
-                F.count(F.when((F.col("_cdc_op") == "d") & F.col("_reason").isNull(), 1)).alias("deletes"),
-                F.max(F.when((F.col("_cdc_op") == "t") & F.col("_reason").isNull(), F.col("_cdc_seq"))).alias("trunc"),
-                F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
-            ).first()
+            with self._phase("decode"):
+                stats = events.agg(
+                    F.count(F.lit(1)).alias("n"),
+                    F.count(F.col("_reason")).alias("bad"),
+                    F.count(F.when((F.col("_cdc_op") == "d") & F.col("_reason").isNull(), 1)).alias("deletes"),
+                    F.max(F.when((F.col("_cdc_op") == "t") & F.col("_reason").isNull(), F.col("_cdc_seq")))
+                    .alias("trunc"),
+                    F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
+                ).first()
             if stats.bad:
                 self._write_dead_letters(
                     spark, events.where(F.col("_reason").isNotNull()).select(*RAW, F.col("_reason").alias("reason")),
                     topic, batch_id, stats.bad,
                 )
             good = events.where(F.col("_reason").isNull()).drop("_reason", "key", "value", "topic", "partition")
-            self._ensure_table(spark, path, name, state, rec, keys)
+            with self._phase("ddl"):
+                self._ensure_table(spark, path, name, state, rec, keys)
             self._apply_events(spark, good, rec.columns, keys, path, name, batch_id, state, stats)
             self.stats["events"] += stats.n
             print(f"apply_changes: batch {batch_id} {name}: {stats.n} event(s), {stats.bad} dead-lettered, "
@@ -464,14 +480,15 @@ class BatchApplier:
             batch_trunc = sequence.seq_tuple(stats.trunc)
             horizon = state.truncated if state else None
             if batch_trunc is not None:
-                if horizon is None or batch_trunc > horizon:
-                    horizon = batch_trunc
-                    self._states.pop(path, None)
-                    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_sql_string(PROP_TRUNCATED)} = "
-                              f"{_sql_string(json.dumps(list(horizon)))})")
-                self._txn(spark, "truncate", name, batch_id)
-                DeltaTable.forPath(spark, path).delete(F.col("_cdc_seq") < _seq_literal(horizon))
-                self._clear_txn(spark)
+                with self._phase("truncate"):
+                    if horizon is None or batch_trunc > horizon:
+                        horizon = batch_trunc
+                        self._states.pop(path, None)
+                        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_sql_string(PROP_TRUNCATED)} = "
+                                  f"{_sql_string(json.dumps(list(horizon)))})")
+                    self._txn(spark, "truncate", name, batch_id)
+                    DeltaTable.forPath(spark, path).delete(F.col("_cdc_seq") < _seq_literal(horizon))
+                    self._clear_txn(spark)
             if horizon is not None:
                 changes = changes.where(F.col("_cdc_seq") > _seq_literal(horizon))
             if stats.toasted:
@@ -479,8 +496,10 @@ class BatchApplier:
             window = Window.partitionBy(*[F.col(quote(k)) for k in keys]).orderBy(F.col("_cdc_seq").desc())
             latest = changes.withColumn("_rn", F.row_number().over(window)).where("_rn = 1").drop("_rn")
             latest = self._tombstones(spark, latest, columns, keys, path, name, batch_id, stats.deletes)
-            self._merge(spark, latest, columns, keys, path, name, batch_id)
-            self._collect_tombstones(spark, path, name, batch_id)
+            with self._phase("merge"):
+                self._merge(spark, latest, columns, keys, path, name, batch_id)
+            with self._phase("tombstone_gc"):
+                self._collect_tombstones(spark, path, name, batch_id)
         finally:
             self._clear_txn(spark)
 
@@ -498,7 +517,8 @@ class BatchApplier:
 
         tomb_path = self._tomb_path(path)
         key_cols = [F.col(quote(k)) for k in keys]
-        exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
+        with self._phase("tombstones"):
+            exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
         if exists:
             self._known.add(tomb_path)
             tombs = spark.read.format("delta").load(tomb_path).select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
@@ -511,7 +531,18 @@ class BatchApplier:
             return latest  # the tombstone table is not written in this batch: the plan may stay lazy
         # Materialize now: the plan reads the tombstone table, which the MERGE below changes. A lazy
         # re-evaluation afterwards would see this batch's own new tombstones.
-        latest = latest.localCheckpoint(eager=True)
+        with self._phase("order_dedup"):
+            latest = latest.localCheckpoint(eager=True)
+        with self._phase("tombstones"):
+            self._write_tombstones(spark, latest, columns, keys, tomb_path, name, batch_id, exists)
+        return latest
+
+    def _write_tombstones(
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
+        batch_id: int, exists: bool,
+    ) -> None:
+        from delta.tables import DeltaTable
+
         if not exists:
             types = {c.name: c.target_ddl for c in columns}
             cols = ", ".join(f"{quote(k)} {types[k]}" for k in keys)
@@ -538,7 +569,6 @@ class BatchApplier:
             )
             .execute()
         )
-        return latest
 
     def _collect_tombstones(self, spark: Any, path: str, name: str, batch_id: int) -> None:
         """Remove tombstones older than the retention, after the target MERGE has used them: every
@@ -591,6 +621,10 @@ class BatchApplier:
         self._write_dead_letters(spark, rows.select(*RAW).withColumn("reason", F.lit(reason)), topic, batch_id)
 
     def _write_dead_letters(self, spark: Any, out: Any, topic: str, batch_id: int, count: int | None = None) -> None:
+        with self._phase("dead_letters"):
+            self._append_dead_letters(out, topic, batch_id, count)
+
+    def _append_dead_letters(self, out: Any, topic: str, batch_id: int, count: int | None) -> None:
         from pyspark.sql import functions as F
 
         out = out.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
