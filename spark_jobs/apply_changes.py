@@ -45,8 +45,6 @@ from spark_jobs.connect_schema import (
     UnsupportedSchemaError,
     column_spec,
     connect_node_of_spark,
-    decode_decimal,
-    decode_variable_decimal,
     envelope_row_struct,
     quote,
     reconcile,
@@ -117,7 +115,6 @@ class BatchApplier:
         self.cfg = cfg
         self.stats: dict[str, int] = {"batches": 0, "events": 0, "dead_letters": 0}
         self._registered: set[str] = set()
-        self._udfs: dict[tuple[str, int, int], Any] = {}
         self._known: set[str] = set()  # Delta tables known to exist
         self._states: dict[str, TableState] = {}  # this job is the tables' only writer
         self._last_gc: dict[str, float] = {}
@@ -299,26 +296,6 @@ class BatchApplier:
             raise BatchError("record has no key (table without primary key)")
         return keys
 
-    def _udf(self, kind: str, precision: int, scale: int) -> Any:
-        from pyspark.sql import functions as F
-        from pyspark.sql import types as T
-
-        cached = self._udfs.get((kind, precision, scale))
-        if cached is not None:
-            return cached
-        if kind == "decimal":
-            fn = F.udf(lambda b: decode_decimal(b, scale, precision), T.DecimalType(precision, scale))
-        elif kind == "decimal_array":
-            fn = F.udf(lambda a: None if a is None else [decode_decimal(b, scale, precision) for b in a],
-                       T.ArrayType(T.DecimalType(precision, scale)))
-        elif kind == "vsdecimal":
-            fn = F.udf(lambda v: decode_variable_decimal(v), T.StringType())  # a lambda: no type hints to inspect
-        else:
-            fn = F.udf(lambda a: None if a is None else [decode_variable_decimal(v) for v in a],
-                       T.ArrayType(T.StringType()))
-        self._udfs[(kind, precision, scale)] = fn
-        return fn
-
     def _decode(self, framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]) -> Any:
         """The group's records as events: the row's columns in the stored types, ``_cdc_*``, the
         names of unchanged-TOAST columns, and ``_reason`` (non-null: dead-letter)."""
@@ -347,10 +324,7 @@ class BatchApplier:
                 continue
             ref = f"_row.{quote(spec.name)}"
             raw = F.col("_row")[spec.name]
-            if spec.udf is not None:
-                decoded = self._udf(*spec.udf)(raw)
-            else:
-                decoded = F.expr(spec.target_expr.replace("{col}", ref))
+            decoded = F.expr(spec.target_expr.replace("{col}", ref))
             is_placeholder = F.coalesce(F.expr(spec.toast_test.replace("{col}", ref)), F.lit(False)) if (
                 spec.toast_test) else F.lit(False)
             value = F.when(is_placeholder, F.lit(None)).otherwise(decoded).cast(target.target_ddl)
