@@ -4,7 +4,8 @@ Run: ``python -m spark_jobs.apply_changes --config job.yaml`` (or through ``spar
 
 Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 
-1. skip Kafka tombstones (null values); group the records by their embedded envelope schema
+1. skip Kafka tombstones (null values); parse each record's envelope once (the framed batch is
+   cached); group the records by their embedded envelope schema
    (JsonConverter ``schemas.enable=true``) or, for records without one, take the columns from
    the target table and infer the types of new columns from the batch's ``after``/``before``;
 2. reconcile those columns with the stored table: new columns are added, types Delta can widen
@@ -22,6 +23,8 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 7. MERGE: delete when matched and newer; update when matched and newer (keeping the stored value
    of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not matched
    and not a delete.
+
+``spark_jobs.phases`` times each step (``BatchApplier.last_clock``).
 
 Every write carries Delta's idempotent-write id (``txnAppId`` = app id + operation + table,
 ``txnVersion`` = batch id), so a replayed batch is skipped; the sequence guard makes it a no-op
@@ -63,6 +66,7 @@ PAYLOAD_DDL = (
 )
 OPS = ("c", "u", "d", "r", "t")
 RAW = ("topic", "partition", "offset", "key", "value")
+POSITION = ("topic", "partition", "offset")  # a record's identity within a batch
 
 
 def table_path(cfg: ApplyJobConfig, topic: str) -> tuple[str, str]:
@@ -131,12 +135,11 @@ class BatchApplier:
         spark = batch_df.sparkSession
         clock = self._clock = PhaseClock(spark, batch_id)
         data = batch_df.where(F.col("value").isNotNull()).select(
-            "topic", "partition", "offset", "key", "value",
-            F.col("key").cast("string").alias("key_str"),
-            F.col("value").cast("string").alias("value_str"),
-        ).persist()
+            "topic", "partition", "offset", "key", "value", F.col("key").cast("string").alias("key_str"),
+        )
+        # The envelope is parsed once, here: the cache holds the framed records, not the raw text.
+        framed = self._frame(data).persist()
         try:
-            framed = self._frame(data)
             # One pass over the batch finds every topic and the distinct schemas in each.
             found: dict[str, list[Any]] = {}
             with self._phase("read"):
@@ -153,7 +156,7 @@ class BatchApplier:
                 self._apply_topic(spark, framed.where(F.col("topic") == topic), topic, batch_id, rows)
             self.stats["batches"] += 1
         finally:
-            data.unpersist()
+            framed.unpersist()
             clock.finish()
             self.last_clock, self._clock = clock, None
 
@@ -200,12 +203,11 @@ class BatchApplier:
                     .alias("trunc"),
                     F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
                 ).first()
-            if stats.bad:
-                self._write_dead_letters(
-                    spark, events.where(F.col("_reason").isNotNull()).select(*RAW, F.col("_reason").alias("reason")),
-                    topic, batch_id, stats.bad,
-                )
-            good = events.where(F.col("_reason").isNull()).drop("_reason", "key", "value", "topic", "partition")
+            if stats.bad:  # the raw records come from the cached batch, not through the decoded events
+                bad = events.where(F.col("_reason").isNotNull()).select(*POSITION, F.col("_reason").alias("reason"))
+                raw = framed.select(*RAW).join(bad, on=list(POSITION)).select(*RAW, "reason")
+                self._write_dead_letters(spark, raw, topic, batch_id, stats.bad)
+            good = events.where(F.col("_reason").isNull()).drop("_reason", "topic", "partition")
             with self._phase("ddl"):
                 self._ensure_table(spark, path, name, state, rec, keys)
             self._apply_events(spark, good, rec.columns, keys, path, name, batch_id, state, stats)
@@ -219,7 +221,8 @@ class BatchApplier:
         """Per record: is it ``{"schema":..., "payload":...}``, its schema's text and hash, the payload."""
         from pyspark.sql import functions as F
 
-        env = F.from_json("value_str", "STRUCT<schema: STRING, payload: STRING>")
+        value_str = F.col("value").cast("string")
+        env = F.from_json(value_str, "STRUCT<schema: STRING, payload: STRING>")
         framed = rows.withColumn("_env", env)
         schema_text = F.col("_env.schema")
         return framed.select(
@@ -227,7 +230,7 @@ class BatchApplier:
             F.col("_env.payload").isNotNull().alias("_wrapped"),
             schema_text.alias("_schema_text"),
             F.when(schema_text.isNotNull(), F.xxhash64(schema_text)).alias("_schema_hash"),
-            F.coalesce(F.col("_env.payload"), F.col("value_str")).alias("_payload"),
+            F.coalesce(F.col("_env.payload"), value_str).alias("_payload"),
         )
 
     def _groups(self, spark: Any, framed: Any, state: TableState | None, found: list[Any]) -> list[Group]:
@@ -304,7 +307,7 @@ class BatchApplier:
         payload = F.from_json("_payload", PAYLOAD_DDL)
         op = payload["op"]
         base = self._group_rows(framed, group).select(
-            *RAW, "key_str",
+            *POSITION, "key_str",
             op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
             sequence.seq_column(payload["source"]["sequence"], payload["source"]["lsn"], F.col("offset")).alias(
                 "_cdc_seq"),
@@ -351,7 +354,7 @@ class BatchApplier:
         )
         unchanged_col = F.array_compact(F.array(*unchanged)) if unchanged else F.array().cast("array<string>")
         staged = base.select(
-            *RAW, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
+            *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
             before_values.alias("_pre"), (F.coalesce(*bad) if bad else F.lit(None).cast("string")).alias("_bad"),
         )
         key_null = F.lit(False)
