@@ -19,7 +19,8 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    table's truncate horizon (older events arriving later are dropped);
 6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``) so that a
    late, older event cannot bring a deleted row back; an event older than a kept tombstone is
-   dropped; tombstones older than ``tombstone_retention_hours`` are removed;
+   dropped (the tombstone MERGE sees only the batch's deletes and the keys that had a tombstone);
+   tombstones older than ``tombstone_retention_hours`` are removed;
 7. MERGE: delete when matched and newer; update when matched and newer (keeping the stored value
    of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not matched
    and not a delete.
@@ -488,7 +489,10 @@ class BatchApplier:
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str,
         batch_id: int, deletes: int,
     ) -> Any:
-        """Drop upserts older than a kept tombstone; record the batch's deletes as tombstones."""
+        """Drop upserts older than a kept tombstone; record the batch's deletes as tombstones.
+
+        The tombstone MERGE only sees the events it can change: the batch's deletes and the keys
+        that have a tombstone (an upsert of any other key matches nothing and inserts nothing)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
@@ -503,16 +507,19 @@ class BatchApplier:
             # must still reach the target; an upsert never has exactly a tombstone's sequence.
             latest = latest.join(tombs, on=keys, how="left").where(
                 F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") >= F.col("_tomb_seq"))
-            ).drop("_tomb_seq")
+            ).withColumn("_tombed", F.col("_tomb_seq").isNotNull()).drop("_tomb_seq")
+        else:
+            latest = latest.withColumn("_tombed", F.lit(False))
         if not deletes:
-            return latest  # the tombstone table is not written in this batch: the plan may stay lazy
+            return latest.drop("_tombed")  # the tombstone table is not written in this batch: the plan may stay lazy
         # Materialize now: the plan reads the tombstone table, which the MERGE below changes. A lazy
         # re-evaluation afterwards would see this batch's own new tombstones.
         with self._phase("order_dedup"):
             latest = latest.localCheckpoint(eager=True)
         with self._phase("tombstones"):
-            self._write_tombstones(spark, latest, columns, keys, tomb_path, name, batch_id, exists)
-        return latest
+            touching = latest.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
+            self._write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, exists)
+        return latest.drop("_tombed")
 
     def _write_tombstones(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
