@@ -111,10 +111,13 @@ class Worker:
                               subscribe=command["topic"], **extra)
 
     def _read(self, command: dict[str, Any], start: int, end: int) -> Any:
+        from spark_jobs.apply_changes import min_partitions
+
         topic = command["topic"]
         return (
             self.spark.read.format("kafka")
             .option("kafka.bootstrap.servers", command["bootstrap_servers"])
+            .option("minPartitions", str(min_partitions(self.spark, self._config(command))))
             .option("subscribe", topic)
             .option("startingOffsets", json.dumps({topic: {"0": start}}))
             .option("endingOffsets", json.dumps({topic: {"0": end}}))

@@ -659,6 +659,13 @@ def _seq_literal(seq: tuple[int, int, int]) -> Any:
     )
 
 
+def min_partitions(spark: Any, cfg: ApplyJobConfig) -> int:
+    """Spark tasks per batch read (Kafka's ``minPartitions``): ``cfg.min_partitions``, else the
+    session's default parallelism. Change topics often have one partition per table; without this a
+    table's whole batch is read, parsed and decoded by one task, on one core."""
+    return cfg.min_partitions or int(spark.sparkContext.defaultParallelism)
+
+
 def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
     """Start the streaming query (not blocking); returns the ``StreamingQuery``."""
     reader = (
@@ -672,6 +679,7 @@ def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
     )
     if cfg.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
+    reader = reader.option("minPartitions", str(min_partitions(spark, cfg)))
     writer = (
         reader.load().writeStream.foreachBatch(BatchApplier(cfg))
         .option("checkpointLocation", cfg.checkpoint_location)
