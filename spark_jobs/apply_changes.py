@@ -203,6 +203,7 @@ class BatchApplier:
                     F.max(F.when((F.col("_cdc_op") == "t") & F.col("_reason").isNull(), F.col("_cdc_seq")))
                     .alias("trunc"),
                     F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
+                    *_key_range_aggregates(rec.columns, keys),
                 ).first()
             if stats.bad:  # the raw records come from the cached batch, not through the decoded events
                 bad = events.where(F.col("_reason").isNotNull()).select(*POSITION, F.col("_reason").alias("reason"))
@@ -473,9 +474,10 @@ class BatchApplier:
                 changes = _fill_unchanged(changes, columns, keys)
             window = Window.partitionBy(*[F.col(quote(k)) for k in keys]).orderBy(F.col("_cdc_seq").desc())
             latest = changes.withColumn("_rn", F.row_number().over(window)).where("_rn = 1").drop("_rn")
-            latest = self._tombstones(spark, latest, columns, keys, path, name, batch_id, stats.deletes)
+            bounds = _key_bounds(stats, columns, keys)
+            latest = self._tombstones(spark, latest, columns, keys, path, name, batch_id, stats.deletes, bounds)
             with self._phase("merge"):
-                self._merge(spark, latest, columns, keys, path, name, batch_id)
+                self._merge(spark, latest, columns, keys, path, name, batch_id, bounds)
             with self._phase("tombstone_gc"):
                 self._collect_tombstones(spark, path, name, batch_id)
         finally:
@@ -487,7 +489,7 @@ class BatchApplier:
 
     def _tombstones(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str,
-        batch_id: int, deletes: int,
+        batch_id: int, deletes: int, bounds: list[tuple[str, str, str]],
     ) -> Any:
         """Drop upserts older than a kept tombstone; record the batch's deletes as tombstones.
 
@@ -502,7 +504,10 @@ class BatchApplier:
             exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
         if exists:
             self._known.add(tomb_path)
-            tombs = spark.read.format("delta").load(tomb_path).select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
+            tombs = spark.read.format("delta").load(tomb_path)
+            if bounds:  # file skipping: only tombstones in the batch's key range can matter
+                tombs = tombs.where(_range_sql(None, bounds))
+            tombs = tombs.select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
             # ">=": a delete replayed after its tombstone was written (crash between the two MERGEs)
             # must still reach the target; an upsert never has exactly a tombstone's sequence.
             latest = latest.join(tombs, on=keys, how="left").where(
@@ -518,12 +523,12 @@ class BatchApplier:
             latest = latest.localCheckpoint(eager=True)
         with self._phase("tombstones"):
             touching = latest.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
-            self._write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, exists)
+            self._write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, exists, bounds)
         return latest.drop("_tombed")
 
     def _write_tombstones(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
-        batch_id: int, exists: bool,
+        batch_id: int, exists: bool, bounds: list[tuple[str, str, str]],
     ) -> None:
         from delta.tables import DeltaTable
 
@@ -536,7 +541,7 @@ class BatchApplier:
                 "USING DELTA"
             )
             self._known.add(tomb_path)
-        cond = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
+        cond = _merge_condition(keys, bounds)
         self._txn(spark, "tombstones", name, batch_id)
         (
             DeltaTable.forPath(spark, tomb_path).alias("t")
@@ -571,11 +576,14 @@ class BatchApplier:
         self._last_gc[tomb_path] = now
 
     def _merge(
-        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int,
+        bounds: list[tuple[str, str, str]],
     ) -> None:
+        """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
+        Delta skip the files whose key statistics lie outside it: they cannot match."""
         from delta.tables import DeltaTable
 
-        cond = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
+        cond = _merge_condition(keys, bounds)
         update: dict[str, Any] = {}
         insert: dict[str, Any] = {}
         for c in columns:
@@ -648,6 +656,54 @@ def _fill_unchanged(changes: Any, columns: list[ColumnSpec], keys: list[str]) ->
     others = [F.col(n) for n in changes.columns if n not in {c.name for c in columns} and n != "_cdc_unchanged"]
     rest = F.array_except(unchanged, F.array_compact(F.array(*filled))) if filled else unchanged
     return changes.select(*values, *others, rest.alias("_cdc_unchanged"))
+
+
+_RANGED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING", "DATE")
+"""Key column types whose batch range becomes a literal predicate (exact literals, total order)."""
+
+
+def _key_range_aggregates(columns: list[ColumnSpec], keys: list[str]) -> list[Any]:
+    """``min``/``max`` of each rangeable key column over the batch's good change events."""
+    from pyspark.sql import functions as F
+
+    types = {c.name: c.target_ddl for c in columns}
+    good = F.col("_reason").isNull() & (F.col("_cdc_op") != "t")
+    out = []
+    for i, k in enumerate(keys):
+        if types.get(k) in _RANGED_TYPES:
+            value = F.when(good, F.col(quote(k)))
+            out += [F.min(value).alias(f"_kmin_{i}"), F.max(value).alias(f"_kmax_{i}")]
+    return out
+
+
+def _key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[tuple[str, str, str]]:
+    """``(column, low literal, high literal)`` per rangeable key column: every event that reaches a
+    MERGE has its key inside these bounds (dedup and tombstones only remove events)."""
+    types = {c.name: c.target_ddl for c in columns}
+    found = stats.asDict()
+    out = []
+    for i, k in enumerate(keys):
+        low, high = found.get(f"_kmin_{i}"), found.get(f"_kmax_{i}")
+        if low is None or high is None:
+            continue
+        if types[k] == "STRING":
+            out.append((k, _sql_string(low), _sql_string(high)))
+        elif types[k] == "DATE":
+            out.append((k, f"DATE'{low.isoformat()}'", f"DATE'{high.isoformat()}'"))
+        else:
+            out.append((k, str(int(low)), str(int(high))))
+    return out
+
+
+def _merge_condition(keys: list[str], bounds: list[tuple[str, str, str]]) -> str:
+    """Target ``t`` and source ``s`` rows match on the keys; the key range only prunes files."""
+    matches = [f"t.{quote(k)} <=> s.{quote(k)}" for k in keys]
+    return " AND ".join(matches + ([_range_sql("t", bounds)] if bounds else []))
+
+
+def _range_sql(alias: str | None, bounds: list[tuple[str, str, str]]) -> str:
+    prefix = f"{alias}." if alias else ""
+    return " AND ".join(f"{prefix}{quote(k)} BETWEEN {low} AND {high}" for k, low, high in bounds)
 
 
 def _seq_literal(seq: tuple[int, int, int]) -> Any:
