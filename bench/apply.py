@@ -91,6 +91,40 @@ class ApplyOptions:
     trigger: str = "1 second"
 
 
+PHASE_NOTES = {
+    "read": "a large batch: Kafka read, envelope JSON parse, schema discovery (one job)",
+    "schema": "a large batch: table state, the batch's schemas, reconciliation (driver)",
+    "decode": "a large batch: payload and row JSON parse, type conversions, decimal UDFs, the batch's counts",
+    "dead_letters": "a large batch: writing dead letters",
+    "ddl": "a large batch: CREATE/ALTER TABLE when the schema changed",
+    "order_dedup": "a large batch: newest event per key (window), minus events older than a kept tombstone; "
+                   "materialized (without deletes this work runs inside the MERGE)",
+    "tombstones": "a large batch: the tombstone table's MERGE",
+    "merge": "a large batch: the target table's MERGE, all of it",
+    "tombstone_gc": "a large batch: removing expired tombstones",
+    "other": "a large batch: time outside the phases above",
+    "total": "a large batch, wall time",
+    "spark_jobs": "Spark jobs a large batch ran (status tracker, by job tag)",
+    "spark_stages": "Spark stages a large batch ran (skipped ones not counted)",
+    "spark_tasks": "Spark tasks a large batch ran",
+}
+"""What each ``apply.phase_ms.<phase>`` figure measures (``<merge phase>.<sub-phase>``: Delta's metrics)."""
+
+
+def _phase_figures(tput: list[dict[str, float]]) -> dict[str, Figure]:
+    """``phase_ms.<phase>`` and ``spark_<jobs|stages|tasks>_per_batch`` of the large batches."""
+    out: dict[str, Figure] = {}
+    for key in dict.fromkeys(k for row in tput for k in row if k.startswith("phase:")):
+        name = key.removeprefix("phase:")
+        values = [row.get(key, math.nan) for row in tput]
+        note = PHASE_NOTES.get(name) or PHASE_NOTES.get(name.split(".")[0], "") + " (Delta's metrics)"
+        if name.startswith("spark_"):
+            out[f"{name}_per_batch"] = summarize(values, name.removeprefix("spark_"), digits=0, note=note)
+        else:
+            out[f"phase_ms.{name}"] = summarize(values, "ms", digits=0, note=note)
+    return out
+
+
 def _label(n: int) -> str:
     return f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
@@ -296,10 +330,41 @@ def cached_table(settings: StackSettings, worker: _SparkWorker, rows: int, log: 
 # --------------------------------------------------------------------------------------------
 
 
+MERGE_PHASES = (("materialize_source", "materializeSourceTimeMs"), ("scan", "scanTimeMs"),
+                ("rewrite", "rewriteTimeMs"))
+"""Sub-phases of a MERGE from Delta's ``operationMetrics``: (our name, Delta's metric)."""
+
+
+def batch_phases(report: dict[str, Any]) -> dict[str, float]:
+    """One batch's milliseconds per phase (``BatchApplier.last_clock``), the Spark jobs, stages and
+    tasks it ran, and each MERGE split by Delta's own metrics into ``<phase>.materialize_source``,
+    ``.scan`` (finding the touched files), ``.rewrite`` and ``.commit`` (the phase's wall time minus
+    Delta's ``executionTimeMs``: planning, the commit and its post-commit hooks)."""
+    out = {k: float(v) for k, v in (report.get("phases_ms") or {}).items()}
+    spark = report.get("spark") or {}
+    for what in ("jobs", "stages", "tasks"):
+        out[f"spark_{what}"] = float(sum(p.get(what, 0) for p in spark.values()))
+    for phase, table in (("merge", "target"), ("tombstones", "tombstones")):
+        merges = [c["metrics"] for c in (report.get("delta") or {}).get(table, []) if c.get("operation") == "MERGE"]
+        if not merges or phase not in out:
+            continue
+        execution = sum(float(m.get("executionTimeMs", 0)) for m in merges)
+        for name, metric in MERGE_PHASES:
+            out[f"{phase}.{name}"] = sum(float(m.get(metric, 0)) for m in merges)
+        out[f"{phase}.commit"] = max(out[phase] - execution, 0.0)
+    return out
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    return {k: sum(row.get(k, 0.0) for row in rows) / len(rows) for k in keys} if rows else {}
+
+
 def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, cached: Path,
-                    log: Any) -> list[dict[str, float]]:
+                    log: Any, detail: list[dict[str, Any]]) -> list[dict[str, float]]:
     """One copy of the cached table and one ``BatchApplier``: a warm-up batch, then per run
-    ``batches_small`` batches of ``small`` changes and ``batches_large`` of ``large``."""
+    ``batches_small`` batches of ``small`` changes and ``batches_large`` of ``large``. Appends every
+    batch's report (phases, Spark work, Delta commits) to ``detail``."""
     events = _Events(f"bench-apply-{uuid.uuid4().hex[:8]}", options.rows)
     plan: list[tuple[str, int]] = [("warmup", options.warmup)]
     for index in range(options.runs):
@@ -323,10 +388,14 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
         seen = worker.send({"cmd": "batches", "bootstrap_servers": settings.bootstrap_servers, "topic": events.topic,
                             "target_root": str(root), "batches": batches})
         timings: dict[str, float] = defaultdict(float)
+        phases: dict[str, list[dict[str, float]]] = defaultdict(list)
         results = []
         for number, (label, _, _) in enumerate(batches):
             report, seen = worker.next_report(("batch",), seen, 1800, f"apply batch {label}")
             timings[label] += report["seconds"]
+            phases[label].append(batch_phases(report))
+            detail.append({"label": label, "seconds": round(report["seconds"], 3), "phases_ms": phases[label][-1],
+                           "spark": report.get("spark", {}), "delta": report.get("delta", {})})
             last_of_run = number + 1 == len(batches) or batches[number + 1][0].split(":")[0] != label.split(":")[0]
             if not last_of_run:
                 continue
@@ -336,8 +405,11 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             index = int(label.split(":")[0])
             result = {"small": options.small * options.batches_small / timings[f"{index}:small"],
                       "large": options.large * options.batches_large / timings[f"{index}:large"]}
+            result.update({f"phase:{k}": v for k, v in _mean(phases[f"{index}:large"]).items()})
             log(f"  throughput run {index + 1}/{options.runs}: {result['small']:,.0f} changes/s in batches of "
                 f"{options.small:,}, {result['large']:,.0f} in batches of {options.large:,}")
+            breakdown = _mean(phases[f"{index}:large"])
+            log("    a large batch, ms: " + ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items()))
             results.append(result)
         done, _ = worker.next_report(("batches_done",), seen, 600, "the row count")
         if done["rows"] != events.expected_rows or done["dead_letters"]:
@@ -610,7 +682,8 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         worker = _SparkWorker(settings, workdir)
         log(f"  SparkSession up in {time.monotonic() - t0:.0f}s")
         cached = cached_table(settings, worker, options.rows, log)
-        tput = throughput_runs(settings, options, worker, cached, log)
+        detail: list[dict[str, Any]] = []
+        tput = throughput_runs(settings, options, worker, cached, log, detail)
         e2e, session = e2e_session(settings, options, worker, cached)
         for index, result in enumerate(e2e):
             log(f"  e2e window {index + 1}/{options.runs}: p50 {result['p50_ms']:,.0f} ms, "
@@ -643,6 +716,7 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
                                    note=f"= changes_per_s_{large}"),
         "warmup_batch_s": summarize([tput[0]["warmup_s"]], "s", digits=1,
                                     note=f"the first batch ({options.warmup:,} changes) of a fresh BatchApplier"),
+        **_phase_figures(tput),
         "e2e_p50_ms": summarize(col(e2e, "p50_ms"), "ms", digits=0),
         "e2e_p99_ms": summarize(col(e2e, "p99_ms"), "ms", digits=0),
         "e2e_max_ms": summarize(col(e2e, "max_ms"), "ms", digits=0),
@@ -666,7 +740,7 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         "jvm_rss_peak_mb_whole_section": round(exit_report["jvm_rss_peak_kb"] / 1024, 1) if exit_report else None,
     }
     return {
-        "apply": {**figures, "parameters": parameters},
+        "apply": {**figures, "parameters": parameters, "batches": detail},
         "rss_mb": {"spark_driver": summarize(col(e2e, "jvm_rss_mb"), "MB",
                                              note="apply job's driver JVM (local[2]: executors included), largest "
                                                   "resident set sampled up to the end of each end-to-end window")},

@@ -12,7 +12,10 @@ per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
   files → ``{"event": "built", "files", "rows"}``;
 * ``{"cmd": "batches", "topic", "target_root", "batches": [[label, start, end], ...]}``: a new
   ``BatchApplier``; each batch is ``spark.read`` of offsets ``[start, end)`` of partition 0 handed to
-  it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds"}`` each, then
+  it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds", "phases_ms", "spark", "delta"}``
+  each (``phases_ms``: ``BatchApplier.last_clock.breakdown()``; ``spark``: jobs, stages and tasks per
+  phase; ``delta``: the batch's commits to the table and its tombstone table with Delta's
+  ``operationMetrics``, read from the log after the timed call), then
   ``{"event": "batches_done", "rows", "dead_letters"}`` (rows in the table afterwards);
 * ``{"cmd": "stream", "topic", "target_root", "checkpoint", "trigger"}``: ``start_query`` (the job's
   own streaming query, ``processingTime`` trigger) → ``{"event": "stream_started"}``, then
@@ -61,6 +64,26 @@ def memory_kb(pid: int | None) -> tuple[int, int]:
     return values["VmRSS"], values["VmHWM"]
 
 
+def _latest_version(log: Path) -> int:
+    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
+    return max(versions, default=-1)
+
+
+def _commits_since(log: Path, version: int) -> list[dict[str, Any]]:
+    """``{"version", "operation", "metrics"}`` of the Delta commits after ``version`` (from the log)."""
+    out = []
+    for number in range(version + 1, _latest_version(log) + 1):
+        try:
+            actions = [json.loads(line) for line in (log / f"{number:020d}.json").read_text().splitlines() if line]
+        except (OSError, ValueError):
+            continue
+        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        out.append({"version": number, "operation": info.get("operation"),
+                    "metrics": info.get("operationMetrics", {}),
+                    "checkpoint": (log / f"{number:020d}.checkpoint.parquet").exists()})
+    return out
+
+
 class Worker:
     def __init__(self, jars_dir: str) -> None:
         from spark_jobs.session import build_session
@@ -88,10 +111,13 @@ class Worker:
                               subscribe=command["topic"], **extra)
 
     def _read(self, command: dict[str, Any], start: int, end: int) -> Any:
+        from spark_jobs.apply_changes import min_partitions
+
         topic = command["topic"]
         return (
             self.spark.read.format("kafka")
             .option("kafka.bootstrap.servers", command["bootstrap_servers"])
+            .option("minPartitions", str(min_partitions(self.spark, self._config(command))))
             .option("subscribe", topic)
             .option("startingOffsets", json.dumps({topic: {"0": start}}))
             .option("endingOffsets", json.dumps({topic: {"0": end}}))
@@ -135,12 +161,19 @@ class Worker:
 
         cfg = self._config(command)
         applier = BatchApplier(cfg)
+        _, path = table_path(cfg, command["topic"])
+        logs = {"target": Path(path) / "_delta_log", "tombstones": Path(applier._tomb_path(path)) / "_delta_log"}
         for index, (label, start, end) in enumerate(command["batches"]):
             frame = self._read(command, start, end)
+            versions = {name: _latest_version(log) for name, log in logs.items()}
             t0 = time.perf_counter()
             applier(frame, index)
-            report("batch", label=label, seconds=time.perf_counter() - t0)
-        _, path = table_path(cfg, command["topic"])
+            seconds = time.perf_counter() - t0
+            clock = applier.last_clock
+            time.sleep(0.2)  # the status tracker is fed by the listener bus, asynchronously
+            report("batch", label=label, seconds=seconds,
+                   phases_ms=clock.breakdown() if clock else {}, spark=clock.spark_work() if clock else {},
+                   delta={name: _commits_since(log, versions[name]) for name, log in logs.items()})
         rows = self.spark.read.format("delta").load(path).count()
         report("batches_done", rows=rows, dead_letters=applier.stats["dead_letters"])
 

@@ -4,7 +4,8 @@ Run: ``python -m spark_jobs.apply_changes --config job.yaml`` (or through ``spar
 
 Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 
-1. skip Kafka tombstones (null values); group the records by their embedded envelope schema
+1. skip Kafka tombstones (null values); parse each record's envelope once (the framed batch is
+   cached); group the records by their embedded envelope schema
    (JsonConverter ``schemas.enable=true``) or, for records without one, take the columns from
    the target table and infer the types of new columns from the batch's ``after``/``before``;
 2. reconcile those columns with the stored table: new columns are added, types Delta can widen
@@ -18,10 +19,13 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    table's truncate horizon (older events arriving later are dropped);
 6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``) so that a
    late, older event cannot bring a deleted row back; an event older than a kept tombstone is
-   dropped; tombstones older than ``tombstone_retention_hours`` are removed;
+   dropped (the tombstone MERGE sees only the batch's deletes and the keys that had a tombstone);
+   tombstones older than ``tombstone_retention_hours`` are removed;
 7. MERGE: delete when matched and newer; update when matched and newer (keeping the stored value
    of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not matched
    and not a delete.
+
+``spark_jobs.phases`` times each step (``BatchApplier.last_clock``).
 
 Every write carries Delta's idempotent-write id (``txnAppId`` = app id + operation + table,
 ``txnVersion`` = batch id), so a replayed batch is skipped; the sequence guard makes it a no-op
@@ -45,14 +49,13 @@ from spark_jobs.connect_schema import (
     UnsupportedSchemaError,
     column_spec,
     connect_node_of_spark,
-    decode_decimal,
-    decode_variable_decimal,
     envelope_row_struct,
     quote,
     reconcile,
     row_columns,
 )
 from spark_jobs.job_config import ApplyJobConfig, JobConfigError, load_job_config
+from spark_jobs.phases import PhaseClock
 
 META_COLUMNS = ("_cdc_seq", "_cdc_op", "_cdc_ts_ms")
 META_DDL = "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _cdc_op STRING, _cdc_ts_ms BIGINT"
@@ -64,6 +67,7 @@ PAYLOAD_DDL = (
 )
 OPS = ("c", "u", "d", "r", "t")
 RAW = ("topic", "partition", "offset", "key", "value")
+POSITION = ("topic", "partition", "offset")  # a record's identity within a batch
 
 
 def table_path(cfg: ApplyJobConfig, topic: str) -> tuple[str, str]:
@@ -116,37 +120,46 @@ class BatchApplier:
         self.cfg = cfg
         self.stats: dict[str, int] = {"batches": 0, "events": 0, "dead_letters": 0}
         self._registered: set[str] = set()
-        self._udfs: dict[tuple[str, int, int], Any] = {}
         self._known: set[str] = set()  # Delta tables known to exist
         self._states: dict[str, TableState] = {}  # this job is the tables' only writer
         self._last_gc: dict[str, float] = {}
+        self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
+        self._clock: PhaseClock | None = None
+
+    def _phase(self, name: str) -> Any:
+        assert self._clock is not None
+        return self._clock.phase(name)
 
     def __call__(self, batch_df: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
         spark = batch_df.sparkSession
+        clock = self._clock = PhaseClock(spark, batch_id)
         data = batch_df.where(F.col("value").isNotNull()).select(
-            "topic", "partition", "offset", "key", "value",
-            F.col("key").cast("string").alias("key_str"),
-            F.col("value").cast("string").alias("value_str"),
-        ).persist()
+            "topic", "partition", "offset", "key", "value", F.col("key").cast("string").alias("key_str"),
+        )
+        # The envelope is parsed once, here: the cache holds the framed records, not the raw text.
+        framed = self._frame(data).persist()
         try:
-            framed = self._frame(data)
             # One pass over the batch finds every topic and the distinct schemas in each.
             found: dict[str, list[Any]] = {}
-            for row in (
-                framed.groupBy("topic", "_wrapped", "_schema_hash")
-                .agg(F.first("_schema_text", ignorenulls=True).alias("schema"),
-                     F.first("key_str", ignorenulls=True).alias("key"), F.max("offset").alias("newest"))
-                .collect()
-            ):
+            with self._phase("read"):
+                discovered = (
+                    framed.groupBy("topic", "_wrapped", "_schema_hash")
+                    .agg(F.first("_schema_text", ignorenulls=True).alias("schema"),
+                         F.first("key_str", ignorenulls=True).alias("key"), F.max("offset").alias("newest"))
+                    .collect()
+                )
+            for row in discovered:
                 found.setdefault(row.topic, []).append(row)
             for topic in sorted(found):
                 rows = sorted(found[topic], key=lambda r: r.newest)
                 self._apply_topic(spark, framed.where(F.col("topic") == topic), topic, batch_id, rows)
             self.stats["batches"] += 1
         finally:
-            data.unpersist()
+            framed.unpersist()
+            clock.finish()
+            self.last_clock, self._clock = clock, None
 
     # -- one table ------------------------------------------------------------------------
     def _apply_topic(self, spark: Any, framed: Any, topic: str, batch_id: int, found: list[Any]) -> None:
@@ -155,8 +168,9 @@ class BatchApplier:
         started = time.monotonic()
         name, path = table_path(self.cfg, topic)
         try:
-            state = self._table_state(spark, path)
-            groups = self._groups(spark, framed, state, found)
+            with self._phase("schema"):
+                state = self._table_state(spark, path)
+                groups = self._groups(spark, framed, state, found)
             for bad_group in [g for g in groups if g.error]:
                 self._dead_letter(spark, self._group_rows(framed, bad_group), topic, bad_group.error or "", batch_id)
             groups = [g for g in groups if not g.error]
@@ -181,20 +195,23 @@ class BatchApplier:
             events = events.unionByName(part)
         events = events.persist()
         try:
-            stats = events.agg(
-                F.count(F.lit(1)).alias("n"),
-                F.count(F.col("_reason")).alias("bad"),
-                F.count(F.when((F.col("_cdc_op") == "d") & F.col("_reason").isNull(), 1)).alias("deletes"),
-                F.max(F.when((F.col("_cdc_op") == "t") & F.col("_reason").isNull(), F.col("_cdc_seq"))).alias("trunc"),
-                F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
-            ).first()
-            if stats.bad:
-                self._write_dead_letters(
-                    spark, events.where(F.col("_reason").isNotNull()).select(*RAW, F.col("_reason").alias("reason")),
-                    topic, batch_id, stats.bad,
-                )
-            good = events.where(F.col("_reason").isNull()).drop("_reason", "key", "value", "topic", "partition")
-            self._ensure_table(spark, path, name, state, rec, keys)
+            with self._phase("decode"):
+                stats = events.agg(
+                    F.count(F.lit(1)).alias("n"),
+                    F.count(F.col("_reason")).alias("bad"),
+                    F.count(F.when((F.col("_cdc_op") == "d") & F.col("_reason").isNull(), 1)).alias("deletes"),
+                    F.max(F.when((F.col("_cdc_op") == "t") & F.col("_reason").isNull(), F.col("_cdc_seq")))
+                    .alias("trunc"),
+                    F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
+                    *_key_range_aggregates(rec.columns, keys),
+                ).first()
+            if stats.bad:  # the raw records come from the cached batch, not through the decoded events
+                bad = events.where(F.col("_reason").isNotNull()).select(*POSITION, F.col("_reason").alias("reason"))
+                raw = framed.select(*RAW).join(bad, on=list(POSITION)).select(*RAW, "reason")
+                self._write_dead_letters(spark, raw, topic, batch_id, stats.bad)
+            good = events.where(F.col("_reason").isNull()).drop("_reason", "topic", "partition")
+            with self._phase("ddl"):
+                self._ensure_table(spark, path, name, state, rec, keys)
             self._apply_events(spark, good, rec.columns, keys, path, name, batch_id, state, stats)
             self.stats["events"] += stats.n
             print(f"apply_changes: batch {batch_id} {name}: {stats.n} event(s), {stats.bad} dead-lettered, "
@@ -206,7 +223,8 @@ class BatchApplier:
         """Per record: is it ``{"schema":..., "payload":...}``, its schema's text and hash, the payload."""
         from pyspark.sql import functions as F
 
-        env = F.from_json("value_str", "STRUCT<schema: STRING, payload: STRING>")
+        value_str = F.col("value").cast("string")
+        env = F.from_json(value_str, "STRUCT<schema: STRING, payload: STRING>")
         framed = rows.withColumn("_env", env)
         schema_text = F.col("_env.schema")
         return framed.select(
@@ -214,7 +232,7 @@ class BatchApplier:
             F.col("_env.payload").isNotNull().alias("_wrapped"),
             schema_text.alias("_schema_text"),
             F.when(schema_text.isNotNull(), F.xxhash64(schema_text)).alias("_schema_hash"),
-            F.coalesce(F.col("_env.payload"), F.col("value_str")).alias("_payload"),
+            F.coalesce(F.col("_env.payload"), value_str).alias("_payload"),
         )
 
     def _groups(self, spark: Any, framed: Any, state: TableState | None, found: list[Any]) -> list[Group]:
@@ -283,26 +301,6 @@ class BatchApplier:
             raise BatchError("record has no key (table without primary key)")
         return keys
 
-    def _udf(self, kind: str, precision: int, scale: int) -> Any:
-        from pyspark.sql import functions as F
-        from pyspark.sql import types as T
-
-        cached = self._udfs.get((kind, precision, scale))
-        if cached is not None:
-            return cached
-        if kind == "decimal":
-            fn = F.udf(lambda b: decode_decimal(b, scale, precision), T.DecimalType(precision, scale))
-        elif kind == "decimal_array":
-            fn = F.udf(lambda a: None if a is None else [decode_decimal(b, scale, precision) for b in a],
-                       T.ArrayType(T.DecimalType(precision, scale)))
-        elif kind == "vsdecimal":
-            fn = F.udf(lambda v: decode_variable_decimal(v), T.StringType())  # a lambda: no type hints to inspect
-        else:
-            fn = F.udf(lambda a: None if a is None else [decode_variable_decimal(v) for v in a],
-                       T.ArrayType(T.StringType()))
-        self._udfs[(kind, precision, scale)] = fn
-        return fn
-
     def _decode(self, framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]) -> Any:
         """The group's records as events: the row's columns in the stored types, ``_cdc_*``, the
         names of unchanged-TOAST columns, and ``_reason`` (non-null: dead-letter)."""
@@ -311,7 +309,7 @@ class BatchApplier:
         payload = F.from_json("_payload", PAYLOAD_DDL)
         op = payload["op"]
         base = self._group_rows(framed, group).select(
-            *RAW, "key_str",
+            *POSITION, "key_str",
             op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
             sequence.seq_column(payload["source"]["sequence"], payload["source"]["lsn"], F.col("offset")).alias(
                 "_cdc_seq"),
@@ -331,10 +329,7 @@ class BatchApplier:
                 continue
             ref = f"_row.{quote(spec.name)}"
             raw = F.col("_row")[spec.name]
-            if spec.udf is not None:
-                decoded = self._udf(*spec.udf)(raw)
-            else:
-                decoded = F.expr(spec.target_expr.replace("{col}", ref))
+            decoded = F.expr(spec.target_expr.replace("{col}", ref))
             is_placeholder = F.coalesce(F.expr(spec.toast_test.replace("{col}", ref)), F.lit(False)) if (
                 spec.toast_test) else F.lit(False)
             value = F.when(is_placeholder, F.lit(None)).otherwise(decoded).cast(target.target_ddl)
@@ -361,7 +356,7 @@ class BatchApplier:
         )
         unchanged_col = F.array_compact(F.array(*unchanged)) if unchanged else F.array().cast("array<string>")
         staged = base.select(
-            *RAW, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
+            *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
             before_values.alias("_pre"), (F.coalesce(*bad) if bad else F.lit(None).cast("string")).alias("_bad"),
         )
         key_null = F.lit(False)
@@ -464,23 +459,27 @@ class BatchApplier:
             batch_trunc = sequence.seq_tuple(stats.trunc)
             horizon = state.truncated if state else None
             if batch_trunc is not None:
-                if horizon is None or batch_trunc > horizon:
-                    horizon = batch_trunc
-                    self._states.pop(path, None)
-                    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_sql_string(PROP_TRUNCATED)} = "
-                              f"{_sql_string(json.dumps(list(horizon)))})")
-                self._txn(spark, "truncate", name, batch_id)
-                DeltaTable.forPath(spark, path).delete(F.col("_cdc_seq") < _seq_literal(horizon))
-                self._clear_txn(spark)
+                with self._phase("truncate"):
+                    if horizon is None or batch_trunc > horizon:
+                        horizon = batch_trunc
+                        self._states.pop(path, None)
+                        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({_sql_string(PROP_TRUNCATED)} = "
+                                  f"{_sql_string(json.dumps(list(horizon)))})")
+                    self._txn(spark, "truncate", name, batch_id)
+                    DeltaTable.forPath(spark, path).delete(F.col("_cdc_seq") < _seq_literal(horizon))
+                    self._clear_txn(spark)
             if horizon is not None:
                 changes = changes.where(F.col("_cdc_seq") > _seq_literal(horizon))
             if stats.toasted:
                 changes = _fill_unchanged(changes, columns, keys)
             window = Window.partitionBy(*[F.col(quote(k)) for k in keys]).orderBy(F.col("_cdc_seq").desc())
             latest = changes.withColumn("_rn", F.row_number().over(window)).where("_rn = 1").drop("_rn")
-            latest = self._tombstones(spark, latest, columns, keys, path, name, batch_id, stats.deletes)
-            self._merge(spark, latest, columns, keys, path, name, batch_id)
-            self._collect_tombstones(spark, path, name, batch_id)
+            bounds = _key_bounds(stats, columns, keys)
+            latest = self._tombstones(spark, latest, columns, keys, path, name, batch_id, stats.deletes, bounds)
+            with self._phase("merge"):
+                self._merge(spark, latest, columns, keys, path, name, batch_id, bounds)
+            with self._phase("tombstone_gc"):
+                self._collect_tombstones(spark, path, name, batch_id)
         finally:
             self._clear_txn(spark)
 
@@ -490,28 +489,49 @@ class BatchApplier:
 
     def _tombstones(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str,
-        batch_id: int, deletes: int,
+        batch_id: int, deletes: int, bounds: list[tuple[str, str, str]],
     ) -> Any:
-        """Drop upserts older than a kept tombstone; record the batch's deletes as tombstones."""
+        """Drop upserts older than a kept tombstone; record the batch's deletes as tombstones.
+
+        The tombstone MERGE only sees the events it can change: the batch's deletes and the keys
+        that have a tombstone (an upsert of any other key matches nothing and inserts nothing)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
         tomb_path = self._tomb_path(path)
         key_cols = [F.col(quote(k)) for k in keys]
-        exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
+        with self._phase("tombstones"):
+            exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
         if exists:
             self._known.add(tomb_path)
-            tombs = spark.read.format("delta").load(tomb_path).select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
+            tombs = spark.read.format("delta").load(tomb_path)
+            if bounds:  # file skipping: only tombstones in the batch's key range can matter
+                tombs = tombs.where(_range_sql(None, bounds))
+            tombs = tombs.select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
             # ">=": a delete replayed after its tombstone was written (crash between the two MERGEs)
             # must still reach the target; an upsert never has exactly a tombstone's sequence.
             latest = latest.join(tombs, on=keys, how="left").where(
                 F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") >= F.col("_tomb_seq"))
-            ).drop("_tomb_seq")
+            ).withColumn("_tombed", F.col("_tomb_seq").isNotNull()).drop("_tomb_seq")
+        else:
+            latest = latest.withColumn("_tombed", F.lit(False))
         if not deletes:
-            return latest  # the tombstone table is not written in this batch: the plan may stay lazy
+            return latest.drop("_tombed")  # the tombstone table is not written in this batch: the plan may stay lazy
         # Materialize now: the plan reads the tombstone table, which the MERGE below changes. A lazy
         # re-evaluation afterwards would see this batch's own new tombstones.
-        latest = latest.localCheckpoint(eager=True)
+        with self._phase("order_dedup"):
+            latest = latest.localCheckpoint(eager=True)
+        with self._phase("tombstones"):
+            touching = latest.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
+            self._write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, exists, bounds)
+        return latest.drop("_tombed")
+
+    def _write_tombstones(
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
+        batch_id: int, exists: bool, bounds: list[tuple[str, str, str]],
+    ) -> None:
+        from delta.tables import DeltaTable
+
         if not exists:
             types = {c.name: c.target_ddl for c in columns}
             cols = ", ".join(f"{quote(k)} {types[k]}" for k in keys)
@@ -521,7 +541,7 @@ class BatchApplier:
                 "USING DELTA"
             )
             self._known.add(tomb_path)
-        cond = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
+        cond = _merge_condition(keys, bounds)
         self._txn(spark, "tombstones", name, batch_id)
         (
             DeltaTable.forPath(spark, tomb_path).alias("t")
@@ -538,7 +558,6 @@ class BatchApplier:
             )
             .execute()
         )
-        return latest
 
     def _collect_tombstones(self, spark: Any, path: str, name: str, batch_id: int) -> None:
         """Remove tombstones older than the retention, after the target MERGE has used them: every
@@ -557,11 +576,14 @@ class BatchApplier:
         self._last_gc[tomb_path] = now
 
     def _merge(
-        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int,
+        bounds: list[tuple[str, str, str]],
     ) -> None:
+        """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
+        Delta skip the files whose key statistics lie outside it: they cannot match."""
         from delta.tables import DeltaTable
 
-        cond = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
+        cond = _merge_condition(keys, bounds)
         update: dict[str, Any] = {}
         insert: dict[str, Any] = {}
         for c in columns:
@@ -591,6 +613,10 @@ class BatchApplier:
         self._write_dead_letters(spark, rows.select(*RAW).withColumn("reason", F.lit(reason)), topic, batch_id)
 
     def _write_dead_letters(self, spark: Any, out: Any, topic: str, batch_id: int, count: int | None = None) -> None:
+        with self._phase("dead_letters"):
+            self._append_dead_letters(out, topic, batch_id, count)
+
+    def _append_dead_letters(self, out: Any, topic: str, batch_id: int, count: int | None) -> None:
         from pyspark.sql import functions as F
 
         out = out.withColumn("batch_id", F.lit(batch_id).cast("bigint"))
@@ -632,6 +658,54 @@ def _fill_unchanged(changes: Any, columns: list[ColumnSpec], keys: list[str]) ->
     return changes.select(*values, *others, rest.alias("_cdc_unchanged"))
 
 
+_RANGED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING", "DATE")
+"""Key column types whose batch range becomes a literal predicate (exact literals, total order)."""
+
+
+def _key_range_aggregates(columns: list[ColumnSpec], keys: list[str]) -> list[Any]:
+    """``min``/``max`` of each rangeable key column over the batch's good change events."""
+    from pyspark.sql import functions as F
+
+    types = {c.name: c.target_ddl for c in columns}
+    good = F.col("_reason").isNull() & (F.col("_cdc_op") != "t")
+    out = []
+    for i, k in enumerate(keys):
+        if types.get(k) in _RANGED_TYPES:
+            value = F.when(good, F.col(quote(k)))
+            out += [F.min(value).alias(f"_kmin_{i}"), F.max(value).alias(f"_kmax_{i}")]
+    return out
+
+
+def _key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[tuple[str, str, str]]:
+    """``(column, low literal, high literal)`` per rangeable key column: every event that reaches a
+    MERGE has its key inside these bounds (dedup and tombstones only remove events)."""
+    types = {c.name: c.target_ddl for c in columns}
+    found = stats.asDict()
+    out = []
+    for i, k in enumerate(keys):
+        low, high = found.get(f"_kmin_{i}"), found.get(f"_kmax_{i}")
+        if low is None or high is None:
+            continue
+        if types[k] == "STRING":
+            out.append((k, _sql_string(low), _sql_string(high)))
+        elif types[k] == "DATE":
+            out.append((k, f"DATE'{low.isoformat()}'", f"DATE'{high.isoformat()}'"))
+        else:
+            out.append((k, str(int(low)), str(int(high))))
+    return out
+
+
+def _merge_condition(keys: list[str], bounds: list[tuple[str, str, str]]) -> str:
+    """Target ``t`` and source ``s`` rows match on the keys; the key range only prunes files."""
+    matches = [f"t.{quote(k)} <=> s.{quote(k)}" for k in keys]
+    return " AND ".join(matches + ([_range_sql("t", bounds)] if bounds else []))
+
+
+def _range_sql(alias: str | None, bounds: list[tuple[str, str, str]]) -> str:
+    prefix = f"{alias}." if alias else ""
+    return " AND ".join(f"{prefix}{quote(k)} BETWEEN {low} AND {high}" for k, low, high in bounds)
+
+
 def _seq_literal(seq: tuple[int, int, int]) -> Any:
     from pyspark.sql import functions as F
 
@@ -639,6 +713,13 @@ def _seq_literal(seq: tuple[int, int, int]) -> Any:
         F.lit(seq[0]).cast("bigint").alias("commit_lsn"), F.lit(seq[1]).cast("bigint").alias("lsn"),
         F.lit(seq[2]).cast("bigint").alias("kafka_offset"),
     )
+
+
+def min_partitions(spark: Any, cfg: ApplyJobConfig) -> int:
+    """Spark tasks per batch read (Kafka's ``minPartitions``): ``cfg.min_partitions``, else the
+    session's default parallelism. Change topics often have one partition per table; without this a
+    table's whole batch is read, parsed and decoded by one task, on one core."""
+    return cfg.min_partitions or int(spark.sparkContext.defaultParallelism)
 
 
 def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
@@ -654,6 +735,7 @@ def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
     )
     if cfg.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
+    reader = reader.option("minPartitions", str(min_partitions(spark, cfg)))
     writer = (
         reader.load().writeStream.foreachBatch(BatchApplier(cfg))
         .option("checkpointLocation", cfg.checkpoint_location)

@@ -4,8 +4,8 @@ Pure functions over the schema JSON: no Spark session needed. For every row colu
 :func:`column_spec` gives
 
 * ``raw_ddl``: the type Spark's ``from_json`` parses the payload value into;
-* ``target_expr``: Spark SQL over ``{col}`` (the raw value) that yields the stored value, or
-  ``udf`` for the decimal encodings, which need arbitrary-precision arithmetic;
+* ``target_expr``: Spark SQL over ``{col}`` (the raw value) that yields the stored value (the
+  decimal encodings too: exact integer arithmetic in SQL, see :mod:`spark_jobs.decimals`);
 * ``target_ddl``: the Delta column type (the table in the README's apply-job section);
 * ``toast_test``: Spark SQL over the raw value, true when it is Debezium's unchanged-TOAST
   placeholder for this column's encoding (then the stored value is kept).
@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+
+from spark_jobs.decimals import decimal_sql, variable_decimal_sql
 
 _PRIMITIVE = {
     "int8": "TINYINT",
@@ -67,8 +69,9 @@ class UnsupportedSchemaError(ValueError):
 class ColumnSpec:
     """One row column: its Connect node, raw (JSON-parsed) type and the stored form.
 
-    ``udf`` is ``(kind, precision, scale)`` for the decimal encodings converted by a Python UDF
-    (kinds ``decimal``, ``decimal_array``, ``vsdecimal``, ``vsdecimal_array``), else None.
+    ``udf`` is ``(kind, precision, scale)`` for the decimal encodings (kinds ``decimal``,
+    ``decimal_array``, ``vsdecimal``, ``vsdecimal_array``), else None. The name is historical: they
+    were decoded by Python UDFs; ``target_expr`` now decodes them in the JVM (:mod:`spark_jobs.decimals`).
     """
 
     name: str
@@ -177,16 +180,20 @@ def _convert(node: dict[str, Any], where: str, depth: int = 0) -> tuple[str, str
     raw = raw_ddl(node, where)
     if logical == DECIMAL:
         precision, scale = _decimal_params(node)
-        return "{col}", f"DECIMAL({precision},{scale})", ("decimal", precision, scale)
+        ddl = f"DECIMAL({precision},{scale})"
+        return decimal_sql(precision, scale, f"d{depth}"), ddl, ("decimal", precision, scale)
     if logical == VARIABLE_SCALE_DECIMAL:
-        return "{col}", "STRING", ("vsdecimal", 0, 0)
+        return variable_decimal_sql(f"v{depth}"), "STRING", ("vsdecimal", 0, 0)
     if node.get("type") == "array":
         item_expr, item_ddl, item_udf = _convert(node["items"], where + "[]", depth + 1)
         if item_udf is not None:
             if item_udf[0] not in ("decimal", "vsdecimal"):
                 msg = f"unsupported nested decimal array at {where}: {node}"
                 raise UnsupportedSchemaError(msg)
-            return "{col}", f"ARRAY<{item_ddl}>", (item_udf[0] + "_array", item_udf[1], item_udf[2])
+            var = f"x{depth}"
+            body = item_expr.replace("{col}", var)
+            kind = (item_udf[0] + "_array", item_udf[1], item_udf[2])
+            return f"transform({{col}}, {var} -> {body})", f"ARRAY<{item_ddl}>", kind
         if item_expr == "{col}":
             return "{col}", f"ARRAY<{item_ddl}>", None
         var = f"x{depth}"
@@ -255,7 +262,7 @@ def key_fields(key_schema: dict[str, Any] | None) -> list[str]:
     return [f["field"] for f in key_schema.get("fields", [])]
 
 
-# -- decimals (the UDFs' bodies) ------------------------------------------------------------
+# -- decimals: the Python reference decoders (the job decodes with spark_jobs.decimals) --------
 def decode_decimal(unscaled: bytes | None, scale: int, precision: int = MAX_DECIMAL_PRECISION) -> Decimal | None:
     """Big-endian two's-complement unscaled bytes → ``Decimal``; None when absent or when the
     value needs more than ``precision`` digits (the record is then dead-lettered)."""
@@ -264,7 +271,7 @@ def decode_decimal(unscaled: bytes | None, scale: int, precision: int = MAX_DECI
     number = int.from_bytes(unscaled, "big", signed=True)
     if len(str(abs(number))) > precision:
         return None
-    return Decimal(number).scaleb(-scale)
+    return Decimal(f"{number}E{-scale}")  # exact: Decimal.scaleb would round to 28 digits
 
 
 def decode_variable_decimal(value: Any) -> str | None:
@@ -275,7 +282,7 @@ def decode_variable_decimal(value: Any) -> str | None:
     scale, unscaled = value["scale"], value["value"]
     if scale is None or unscaled is None:
         return None
-    number = Decimal(int.from_bytes(unscaled, "big", signed=True)).scaleb(-int(scale))
+    number = Decimal(f"{int.from_bytes(unscaled, 'big', signed=True)}E{-int(scale)}")  # exact, any length
     return format(number, "f")
 
 

@@ -1,7 +1,7 @@
 """Configuration of the apply job, declared as data and read from a JSON or YAML file.
 
 Property names follow Spark's Kafka source where one exists (``startingOffsets``,
-``maxOffsetsPerTrigger``, ``failOnDataLoss``, ``subscribe``, ``subscribePattern``).
+``maxOffsetsPerTrigger``, ``minPartitions``, ``failOnDataLoss``, ``subscribe``, ``subscribePattern``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class ApplyJobConfig:
     as ``<prefix><schema>_<table>`` (an external Delta table at the same path).
     ``partition_by`` / ``cluster_by`` map ``"<schema>.<table>"`` to the column list a table is
     created with (``PARTITIONED BY`` / liquid ``CLUSTER BY``; ignored for existing tables).
+    ``min_partitions``: Spark tasks a batch is read and decoded in (Kafka's ``minPartitions``: the
+    offset range of a topic partition is split); default: the session's default parallelism, so a
+    one-partition topic does not decode on one core.
     ``tombstone_retention_hours``: how long a delete is remembered against late, older events
     (0 = not at all). ``master: null`` leaves the master to ``spark-submit``.
     """
@@ -44,6 +47,7 @@ class ApplyJobConfig:
     topic_prefix: str | None = None
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
     fail_on_data_loss: bool = True
     trigger_interval: str = "2 seconds"
     available_now: bool = False
@@ -86,6 +90,7 @@ ALIASES = {
     "subscribePattern": "subscribe_pattern",
     "startingOffsets": "starting_offsets",
     "maxOffsetsPerTrigger": "max_offsets_per_trigger",
+    "minPartitions": "min_partitions",
     "failOnDataLoss": "fail_on_data_loss",
     "checkpointLocation": "checkpoint_location",
     "partitionBy": "partition_by",
@@ -140,7 +145,7 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
     if prefix is not None and not _CATALOG_PREFIX.match(str(prefix)):
         msg = f"{origin}: target_catalog_prefix {prefix!r} must be '<database>.' or '<catalog>.<database>.'"
         raise JobConfigError(msg)
-    for name in ("max_offsets_per_trigger",):
+    for name in ("max_offsets_per_trigger", "min_partitions"):
         if values.get(name) is not None and (not isinstance(values[name], int) or values[name] <= 0):
             msg = f"{origin}: {name!r} must be a positive integer, got {values[name]!r}"
             raise JobConfigError(msg)

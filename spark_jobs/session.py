@@ -59,7 +59,7 @@ def build_session(
     from pyspark.sql import SparkSession
 
     if master and master.startswith("local"):
-        # Python workers (the decimal UDFs, schema inference) run this interpreter, which can
+        # Python workers (schema inference of schemaless records) run this interpreter, which can
         # import spark_jobs; Spark's default is whatever "python3" is on the PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
