@@ -1,6 +1,6 @@
 """The reference: the same workloads on Debezium's PostgreSQL connector (Kafka Connect standalone).
 
-The Connect worker is :class:`signaller.devstack.debezium.DebeziumConnect` (Debezium 3.7.0.Final on
+The Connect worker is :class:`devtools.debezium.DebeziumConnect` (Debezium 3.7.0.Final on
 Kafka Connect 4.3.1, JsonConverter with schemas, ``-Xmx1g``), one worker per run, against the same
 PostgreSQL and Kafka, with the same tables, publication layout (made by the bench,
 ``publication.autocreate.mode=disabled``), ``pgoutput`` slot, ``snapshot.mode=no_data`` and the same
@@ -47,8 +47,8 @@ from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
 from bench.snapshot import LiveSession, SnapshotOptions
 from bench.streaming import NARROW_TABLE, StreamingOptions, _preload, _Stamper, _write_steadily, latency_figures
 from bench.topics import TopicReader, rate_between
-from signaller.devstack import StackSettings
-from signaller.devstack.debezium import DebeziumConnect
+from devtools import StackSettings
+from devtools.debezium import DebeziumConnect
 
 MATCHED_PRODUCER: dict[str, str] = {
     "producer.override.batch.size": "1000000",

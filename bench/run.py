@@ -25,7 +25,7 @@ from bench.debezium import DebeziumOptions
 from bench.results import format_table, machine_info, write_results
 from bench.snapshot import SnapshotOptions, run_snapshot
 from bench.streaming import StreamingOptions, run_streaming
-from signaller.devstack import Stack, StackSettings
+from devtools import Stack, StackSettings
 
 Section = Callable[[StackSettings, argparse.Namespace, Callable[[str], None]], dict[str, Any]]
 

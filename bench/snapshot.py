@@ -48,7 +48,7 @@ from bench.process import Sidecar
 from bench.scratch import Scratch
 from bench.stats import Figure, per_run_ratio, percentile, summarize
 from bench.streaming import NARROW_TABLE, _Stamper
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 
 if TYPE_CHECKING:
     from bench.debezium import DebeziumOptions

@@ -42,9 +42,9 @@ from bench.process import Sidecar, process_cpu_seconds
 from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
 from bench.stats import Figure, per_run_ratio, percentile, summarize
 from bench.topics import TopicReader, rate_between
-from signaller.devstack import StackSettings
-from signaller.devstack import kafka as devstack_kafka
-from signaller.devstack.processes import read_pid
+from devtools import StackSettings
+from devtools import kafka as devstack_kafka
+from devtools.processes import read_pid
 
 if TYPE_CHECKING:
     from bench.debezium import DebeziumOptions

@@ -31,7 +31,7 @@ import psycopg2.errors
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 
 SIGNALLER = Path(sys.executable).with_name("signaller")
 """The console script installed next to the interpreter running the tests (``.venv/bin/signaller``)."""

@@ -9,7 +9,7 @@ import psycopg2
 import psycopg2.extras
 import pytest
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 from tests.kafka_helpers import create_topic, produce, read_all
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from signaller.devstack.settings import ENV_NAMES, REPO_ROOT, StackSettings
+from devtools.settings import ENV_NAMES, REPO_ROOT, StackSettings
 
 pytestmark = pytest.mark.unit
 COMPOSE = REPO_ROOT / "compose" / "docker-compose.yml"

@@ -30,10 +30,10 @@ import psycopg2
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from signaller.devstack.processes import stop_pid
-from signaller.devstack.settings import StackSettings
-from signaller.devstack.spark import jars_dir
-from signaller.devstack.stack import Stack
+from devtools.processes import stop_pid
+from devtools.settings import StackSettings
+from devtools.spark import jars_dir
+from devtools.stack import Stack
 from signaller.model import parse_lsn
 
 console = Console()
