@@ -135,3 +135,13 @@ def test_the_rules_catch_what_they_are_for() -> None:
     assert _private_import("signaller.sinks", "signaller.sinks._fast", None) is None
     assert _private_import("bench.run", "bench.streaming", "run_streaming") is None
     assert _private_import("bench.run", "__future__", "annotations") is None
+
+
+def test_the_product_imports_nothing_that_stays_in_the_repository() -> None:
+    """``signaller`` is what the wheel installs: it may not import the dev tree, the benchmarks, the tests
+    or the documentation's generator, which an installed wheel does not have."""
+    repository_only = ("devtools", "bench", "tests", "schemas")
+    problems = [f"{ALL_MODULES[module].relative_to(ROOT)}:{line}: imports {target}"
+                for module in _modules("signaller") for line, target, _ in _imports(module)
+                if target.split(".")[0] in repository_only]
+    assert problems == []

@@ -71,3 +71,14 @@ def test_the_built_wheel_holds_only_the_sidecar_the_spark_job_and_the_schema(tmp
     assert [name for name in names if not name.endswith(".py") and ".dist-info/" not in name] == [SCHEMA]
     (top_level,) = [name for name in names if name.endswith(".dist-info/top_level.txt")]
     assert set(zipfile.ZipFile(wheel).read(top_level).decode().split()) == SHIPPED
+
+
+def test_the_product_cli_has_no_dev_commands() -> None:
+    """``signaller stack`` and ``signaller demo`` moved to ``python -m devtools``."""
+    from typer.testing import CliRunner
+
+    from signaller.runtime.cli import app
+
+    for command in (["stack", "status"], ["demo", "--help"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2 and "No such command" in result.output, (command, result.output)
