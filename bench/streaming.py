@@ -39,7 +39,7 @@ from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
 from bench.stats import Figure, per_run_ratio, summarize
 from bench.topics import TopicReader, rate_between
 from devtools import StackSettings
-from devtools import kafka as devstack_kafka
+from devtools import kafka as stack_kafka
 from devtools.processes import read_pid
 
 FLUSH_INTERVAL_MS = 50
@@ -82,7 +82,7 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
         properties = scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
                                               **options.connector_overrides)
         profile = _profile_path(options, f"throughput-{index}")
-        broker_pid = read_pid(devstack_kafka.paths_for(settings).pid_file)
+        broker_pid = read_pid(stack_kafka.paths_for(settings).pid_file)
         watcher = SlotWatcher(settings, scratch.name)
         watcher.start()
         sidecar = Sidecar(properties, scratch.workdir, profile)
