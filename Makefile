@@ -27,17 +27,17 @@ $(STAMP): pyproject.toml | system-deps
 
 venv: $(STAMP)
 deps: venv
-	$(BIN)/signaller stack up
+	$(BIN)/python -m devtools stack up
 
 stack-up: venv
-	$(BIN)/signaller stack up
+	$(BIN)/python -m devtools stack up
 stack-down: venv
-	$(BIN)/signaller stack down
+	$(BIN)/python -m devtools stack down
 stack-status: venv
-	$(BIN)/signaller stack status
+	$(BIN)/python -m devtools stack status
 
 lint: venv
-	$(BIN)/ruff check signaller spark_jobs tests schemas $(wildcard bench)
+	$(BIN)/ruff check signaller spark_jobs tests schemas devtools $(wildcard bench)
 typecheck: venv
 	$(BIN)/mypy
 
@@ -53,11 +53,11 @@ compat: venv
 	$(BIN)/pytest tests/compat -q $(PYTEST_ARGS)
 
 demo: venv
-	$(BIN)/signaller demo
+	$(BIN)/python -m devtools demo
 
 bench: venv
 	$(BIN)/python -m bench.run
 
 clean: venv
-	-$(BIN)/signaller stack down
+	-$(BIN)/python -m devtools stack down
 	rm -rf .cache

@@ -51,7 +51,7 @@ from confluent_kafka import Producer
 from bench.process import ReportingProcess, Sidecar
 from bench.scratch import Scratch
 from bench.stats import Figure, percentile, summarize
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sinks.serde.json_converter import EnvelopeSerializer
 from signaller.sources.postgres.types import TypeModes, codec_for
@@ -237,7 +237,7 @@ class _SparkWorker(ReportingProcess):
     """``python -m bench.spark_worker``: one SparkSession serving commands (see that module)."""
 
     def __init__(self, settings: StackSettings, workdir: Path) -> None:
-        from signaller.devstack.spark import ensure_jars
+        from devtools.spark import ensure_jars
 
         self.settings = settings
         jars = ensure_jars(settings)

@@ -1,6 +1,6 @@
 """The reference: the same workloads on Debezium's PostgreSQL connector (Kafka Connect standalone).
 
-The Connect worker is :class:`signaller.devstack.debezium.DebeziumConnect` (Debezium 3.7.0.Final on
+The Connect worker is :class:`devtools.debezium.DebeziumConnect` (Debezium 3.7.0.Final on
 Kafka Connect 4.3.1, JsonConverter with schemas, ``-Xmx1g``), one worker per run, against the same
 PostgreSQL and Kafka, with the same tables, publication layout (made by the bench,
 ``publication.autocreate.mode=disabled``), ``pgoutput`` slot, ``snapshot.mode=no_data`` and the same
@@ -35,20 +35,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from bench.live import NARROW_TABLE, LiveSession, Stamper, latency_figures, preload, write_steadily
+from bench.options import DebeziumOptions, SnapshotOptions, StreamingOptions
 from bench.process import process_cpu_seconds
 from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
-from bench.snapshot import LiveSession, SnapshotOptions
-from bench.streaming import NARROW_TABLE, StreamingOptions, _preload, _Stamper, _write_steadily, latency_figures
 from bench.topics import TopicReader, rate_between
-from signaller.devstack import StackSettings
-from signaller.devstack.debezium import DebeziumConnect
+from devtools import StackSettings
+from devtools.debezium import DebeziumConnect
 
 MATCHED_PRODUCER: dict[str, str] = {
     "producer.override.batch.size": "1000000",
@@ -59,17 +58,6 @@ MATCHED_PRODUCER: dict[str, str] = {
 librdkafka's defaults as the sidecar uses them (``batch.size`` 1,000,000 bytes, ``linger.ms`` 5)
 and the sidecar's lz4."""
 HEAP = "-Xmx1g"
-
-
-@dataclass
-class DebeziumOptions:
-    changes: int = 100_000
-    """Streaming throughput: preloaded changes (the sidecar's runs use ``--changes``)."""
-    stock_changes: int = 20_000
-    """One extra throughput run with Connect's stock producer settings (0: skip)."""
-    range_rows: int = 65_536
-    """Key-range snapshot during which the live latency is measured."""
-    chunk_size: int = 1024
 
 
 def peak_rss_mb(pid: int | None) -> float:
@@ -138,12 +126,12 @@ def streaming_run(settings: StackSettings, options: StreamingOptions, changes: i
     starts), then, in the same worker, its latency workload (``options.rate`` changes/s)."""
     scratch = Scratch(settings, "dbzt", NARROW_TABLE)
     worker: Worker | None = None
-    stamper: _Stamper | None = None
+    stamper: Stamper | None = None
     try:
         scratch.create()
         topic = scratch.data_topic
         scratch.create_topic(topic, config=LOG_APPEND_TIME)
-        _preload(scratch, changes, options.tx_rows)
+        preload(scratch, changes, options.tx_rows)
         worker = Worker(settings, scratch, _connector(scratch, [scratch.name]), stock_producer=stock_producer)
         watcher = SlotWatcher(settings, scratch.name, cpu_reader=worker.cpu_s)
         watcher.start()
@@ -162,7 +150,7 @@ def streaming_run(settings: StackSettings, options: StreamingOptions, changes: i
             "cpu_us_per_change": (cpu - watcher.cpu_at_activation) / changes * 1e6,
         }
         if latency:
-            stamper = _Stamper(settings, topic, offset=changes)
+            stamper = Stamper(settings, topic, offset=changes)
             stamper.start()
             scratch.sql(f"INSERT INTO public.{scratch.name} VALUES (0, 0, 'ready')")
             deadline = time.monotonic() + 60
@@ -171,7 +159,7 @@ def streaming_run(settings: StackSettings, options: StreamingOptions, changes: i
             if not stamper.stamps:
                 raise RuntimeError(f"Debezium did not publish the first live row\n{worker.log_tail()}")
             window_start_us = time.time_ns() // 1000 + int(options.warmup_s * 1e6)
-            rows, achieved = _write_steadily(scratch, options.rate, options.latency_tx_rows,
+            rows, achieved = write_steadily(scratch, options.rate, options.latency_tx_rows,
                                              options.warmup_s + options.duration_s, changes + 1)
             window_end_us = time.time_ns() // 1000
             deadline = time.monotonic() + 60
@@ -280,7 +268,7 @@ class SnapshotSession(LiveSession):
             self.reader = TopicReader(settings)
             self.notes = _Notifications(settings, self.notification_topic)
             self.notes.start()
-            self.stamper = _Stamper(settings, scratch.data_topic)
+            self.stamper = Stamper(settings, scratch.data_topic)
             self.stamper.start()
             self.worker = Worker(settings, scratch, _connector(
                 scratch, [scratch.name, table],

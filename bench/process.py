@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from devtools.env import sidecar_env
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -136,5 +138,5 @@ class Sidecar(ReportingProcess):
             args.append(str(profile))
         if control:
             args.append("--control")
-        env = {**os.environ, "SIGNALLER_LOG_FORMAT": "text"}
+        env = sidecar_env(SIGNALLER_LOG_FORMAT="text")
         super().__init__(args, workdir / "sidecar.log", stdin=control, env=env)

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.apply import ApplyOptions, run_apply
-from bench.debezium import DebeziumOptions
+from bench.options import DebeziumOptions, SnapshotOptions, StreamingOptions
 from bench.results import format_table, machine_info, write_results
-from bench.snapshot import SnapshotOptions, run_snapshot
-from bench.streaming import StreamingOptions, run_streaming
-from signaller.devstack import Stack, StackSettings
+from bench.snapshot import run_snapshot
+from bench.streaming import run_streaming
+from devtools import Stack, StackSettings
 
 Section = Callable[[StackSettings, argparse.Namespace, Callable[[str], None]], dict[str, Any]]
 

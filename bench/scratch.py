@@ -21,7 +21,7 @@ from typing import Any
 import psycopg2
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 """Topic config: the broker stamps every record with the instant it appended it (ms), so the

@@ -36,41 +36,22 @@ See ``bench/README.md`` for every reported field.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg2
 
+from bench import debezium as dbz
+from bench.live import NARROW_TABLE, LiveSession, Stamper
+from bench.options import SnapshotOptions
 from bench.process import Sidecar
 from bench.scratch import Scratch
-from bench.stats import Figure, per_run_ratio, percentile, summarize
-from bench.streaming import NARROW_TABLE, _Stamper
-from signaller.devstack import StackSettings
-
-if TYPE_CHECKING:
-    from bench.debezium import DebeziumOptions
+from bench.stats import Figure, per_run_ratio, summarize
+from devtools import StackSettings
 
 SNAPSHOT_TABLE = "id bigint PRIMARY KEY, a int NOT NULL, b int, note text"
 FLUSH_INTERVAL_MS = 50
-
-
-@dataclass
-class SnapshotOptions:
-    runs: int = 3
-    rows: int = 1_000_000
-    range_rows: int = 131_072
-    base_chunk: int = 1024
-    chunk_sizes: tuple[int, ...] = (4096, 16384, 65536)
-    live_rate: int = 2_000
-    live_tx_rows: int = 20
-    idle_s: float = 10.0
-    warmup_s: float = 2.0
-    connector_overrides: dict[str, object] = field(default_factory=dict)
-    debezium: DebeziumOptions | None = None
-    """Also run Debezium's sessions (:mod:`bench.debezium`), one after each idle session."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,123 +150,9 @@ class _SnapshotScratch(Scratch):
         return config
 
 
-class _Writer(threading.Thread):
-    """Commits ``tx_rows``-row insert transactions into the live table on a fixed schedule at
-    ``rate`` changes/s until :meth:`stop` (as :func:`bench.streaming._write_steadily`)."""
-
-    def __init__(self, scratch: Scratch, rate: int, tx_rows: int, first_id: int) -> None:
-        super().__init__(daemon=True, name="bench-writer")
-        self.dsn = scratch.settings.pg_dsn()
-        self.table = scratch.name
-        self.interval = tx_rows / rate
-        self.tx_rows = tx_rows
-        self.next_id = first_id
-        self.first_id = first_id
-        self.halt = threading.Event()
-        self.started_at = self.ended_at = 0.0
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            conn = psycopg2.connect(self.dsn)
-            conn.autocommit = True
-            sql = (f"INSERT INTO public.{self.table} SELECT g, g %% 1000, 'note ' || g "
-                   "FROM generate_series(%s, %s) g")
-            try:
-                with conn.cursor() as cur:
-                    self.started_at = start = time.monotonic()
-                    i = 0
-                    while not self.halt.is_set():
-                        delay = start + i * self.interval - time.monotonic()
-                        if delay > 0 and self.halt.wait(delay):
-                            break
-                        cur.execute(sql, (self.next_id, self.next_id + self.tx_rows - 1))
-                        self.next_id += self.tx_rows
-                        i += 1
-                    self.ended_at = time.monotonic()
-            finally:
-                conn.close()
-        except BaseException as exc:
-            self.error = exc
-
-    def stop(self) -> tuple[int, float]:
-        """Stop; returns (rows written, rows/s achieved)."""
-        self.halt.set()
-        self.join(30)
-        if self.error is not None:
-            raise RuntimeError(f"the live writer failed: {self.error!r}")
-        rows = self.next_id - self.first_id
-        return rows, rows / max(self.ended_at - self.started_at, 1e-9)
-
-
-class LiveSession:
-    """What every session has, whatever captures the tables: a live table (``scratch.name``),
-    a writer committing into it on a fixed schedule, and a Kafka consumer stamping its records
-    (:class:`bench.streaming._Stamper`, set up by the subclass). A subclass provides
-    :meth:`snapshot`."""
-
-    def __init__(self, options: SnapshotOptions, table: str, scratch: Scratch) -> None:
-        self.options = options
-        self.table = table
-        self.scratch = scratch
-        self.stamper: _Stamper | None = None
-        self.live_rows = 1  # the "ready" row
-        self.next_id = 1
-
-    def _wait_live(self, count: int, timeout_s: float) -> None:
-        assert self.stamper is not None
-        deadline = time.monotonic() + timeout_s
-        while len(self.stamper.stamps) < count and time.monotonic() < deadline:
-            time.sleep(0.02)
-
-    # -- the live writer --------------------------------------------------------------------
-    def start_writer(self) -> _Writer:
-        writer = _Writer(self.scratch, self.options.live_rate, self.options.live_tx_rows, self.next_id)
-        writer.start()
-        return writer
-
-    def stop_writer(self, writer: _Writer) -> tuple[int, float]:
-        rows, rate = writer.stop()
-        self.next_id = writer.next_id
-        self.live_rows += rows
-        self._wait_live(self.live_rows, 60)
-        return rows, rate
-
-    def latency(self, start_us: int, end_us: int) -> dict[str, float]:
-        """p50/p99 commit→readable (ms) of live changes committed in [start_us, end_us]."""
-        assert self.stamper is not None
-        window = sorted((received - committed) / 1000 for received, committed, _ in self.stamper.stamps
-                        if start_us <= committed <= end_us)
-        return {"p50_ms": percentile(window, 0.50), "p99_ms": percentile(window, 0.99),
-                "measured": float(len(window)), "missing": float(self.live_rows - len(self.stamper.stamps))}
-
-    def idle_latency(self) -> dict[str, float]:
-        writer = self.start_writer()
-        start_us = time.time_ns() // 1000 + int(self.options.warmup_s * 1e6)
-        time.sleep(self.options.warmup_s + self.options.idle_s)
-        end_us = time.time_ns() // 1000
-        _, rate = self.stop_writer(writer)
-        return {**self.latency(start_us, end_us), "offered": rate}
-
-    def snapshot(self, chunk: int, limit: int | None = None, timeout_s: float = 900) -> dict[str, float]:
-        """One incremental snapshot of the big table: ``rows_per_s``, ``seconds``, ``start_us``, ``end_us``."""
-        raise NotImplementedError
-
-    def loaded_snapshot(self, chunk: int, limit: int | None) -> dict[str, float]:
-        """A snapshot while the writer commits ``live_rate`` changes/s into the live table."""
-        writer = self.start_writer()
-        try:
-            time.sleep(self.options.warmup_s)
-            result = self.snapshot(chunk, limit)
-        finally:
-            _, rate = self.stop_writer(writer)
-        live = self.latency(int(result["start_us"]), int(result["end_us"]))
-        return {**result, **{f"live_{k}": v for k, v in live.items()}, "live_offered": rate}
-
-
 class _Session(LiveSession):
     """One sidecar capturing the live table and the snapshot table; a Kafka consumer stamping
-    the live table's records (:class:`bench.streaming._Stamper`)."""
+    the live table's records (:class:`bench.live.Stamper`)."""
 
     scratch: _SnapshotScratch
 
@@ -298,7 +165,7 @@ class _Session(LiveSession):
             self.scratch.create_topic(self.scratch.snapshot_topic)
             properties = self.scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
                                                        **options.connector_overrides)
-            self.stamper = _Stamper(settings, self.scratch.data_topic)
+            self.stamper = Stamper(settings, self.scratch.data_topic)
             self.stamper.start()
             self.sidecar = Sidecar(properties, self.scratch.workdir, control=True)
             self.sidecar.wait_for(lambda r: r["event"] == "run", 60, "the sidecar to start")
@@ -369,8 +236,6 @@ class _Session(LiveSession):
 
 
 def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = print) -> dict[str, Any]:
-    from bench import debezium as dbz
-
     table = ensure_table(settings, options.rows, log)
     base, limit = options.base_chunk, options.range_rows
     sizes = [base, *[c for c in options.chunk_sizes if c != base]]

@@ -27,49 +27,25 @@ See ``bench/README.md`` for every reported field.
 from __future__ import annotations
 
 import math
-import threading
 import time
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import orjson
-import psycopg2
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
+from bench import debezium as dbz
+from bench.live import NARROW_TABLE, Stamper, latency_figures, preload, write_steadily
+from bench.options import StreamingOptions
 from bench.process import Sidecar, process_cpu_seconds
 from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
-from bench.stats import Figure, per_run_ratio, percentile, summarize
+from bench.stats import Figure, per_run_ratio, summarize
 from bench.topics import TopicReader, rate_between
-from signaller.devstack import StackSettings
-from signaller.devstack import kafka as devstack_kafka
-from signaller.devstack.processes import read_pid
+from devtools import StackSettings
+from devtools import kafka as stack_kafka
+from devtools.processes import read_pid
 
-if TYPE_CHECKING:
-    from bench.debezium import DebeziumOptions
-
-NARROW_TABLE = "id bigint PRIMARY KEY, v int NOT NULL, note text"
 FLUSH_INTERVAL_MS = 50
 """``offset.flush.interval.ms`` of the sidecar under test in throughput runs: the smallest period
 the loop allows, so the "committed" instant trails the Kafka acknowledgement by at most ~50 ms.
 Latency runs keep the default (60 s)."""
-
-
-@dataclass
-class StreamingOptions:
-    runs: int = 3
-    changes: int = 300_000
-    tx_rows: int = 1_000
-    rate: int = 5_000
-    duration_s: float = 15.0
-    warmup_s: float = 2.0
-    latency_tx_rows: int = 20
-    profile_dir: Path | None = None
-    profiler: str = "cprofile"
-    connector_overrides: dict[str, object] = field(default_factory=dict)
-    debezium: DebeziumOptions | None = None
-    """Also run the workloads on Debezium (:mod:`bench.debezium`), interleaved with the sidecar's runs."""
 
 
 def _profile_path(options: StreamingOptions, name: str) -> Path | None:
@@ -81,32 +57,6 @@ def _profile_path(options: StreamingOptions, name: str) -> Path | None:
 # --------------------------------------------------------------------------------------------
 # Throughput
 # --------------------------------------------------------------------------------------------
-
-
-def _preload(scratch: Scratch, changes: int, tx_rows: int) -> int:
-    """Commit ``changes`` row changes; returns an LSN that only the last commit's end passes."""
-    inserts = changes - changes // 3
-    updates = changes - inserts
-    statements: list[tuple[str, tuple[int, int]]] = []
-    insert = (f"INSERT INTO public.{scratch.name} SELECT g, g % 1000, 'note ' || g "
-              "FROM generate_series(%s, %s) g").replace("% 1000", "%% 1000")
-    update = f"UPDATE public.{scratch.name} SET v = v + 1, note = 'upd ' || id WHERE id BETWEEN %s AND %s"
-    for start in range(1, inserts + 1, tx_rows):
-        statements.append((insert, (start, min(start + tx_rows - 1, inserts))))
-    for start in range(1, updates + 1, tx_rows):
-        statements.append((update, (start, min(start + tx_rows - 1, updates))))
-    conn = psycopg2.connect(scratch.settings.pg_dsn())
-    try:
-        with conn.cursor() as cur:
-            for index, (sql, params) in enumerate(statements):
-                cur.execute(sql, params)
-                if index == len(statements) - 1:
-                    cur.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
-                    before_last_commit = int(cur.fetchone()[0])  # type: ignore[index]
-                conn.commit()
-    finally:
-        conn.close()
-    return before_last_commit
 
 
 def _cpu_between(samples: list[dict[str, Any]], start: float, end: float, thread: str | None = None) -> float:
@@ -127,12 +77,12 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
         scratch.create()
         scratch.create_topic(scratch.data_topic, config=LOG_APPEND_TIME)
         t0 = time.monotonic()
-        target = _preload(scratch, options.changes, options.tx_rows)
+        target = preload(scratch, options.changes, options.tx_rows)
         preload_s = time.monotonic() - t0
         properties = scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
                                               **options.connector_overrides)
         profile = _profile_path(options, f"throughput-{index}")
-        broker_pid = read_pid(devstack_kafka.paths_for(settings).pid_file)
+        broker_pid = read_pid(stack_kafka.paths_for(settings).pid_file)
         watcher = SlotWatcher(settings, scratch.name)
         watcher.start()
         sidecar = Sidecar(properties, scratch.workdir, profile)
@@ -185,62 +135,6 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
 # --------------------------------------------------------------------------------------------
 
 
-class _Stamper(threading.Thread):
-    """Consumes the data topic; for every record keeps (received µs, commit µs, emitted µs)."""
-
-    def __init__(self, settings: StackSettings, topic: str, offset: int = OFFSET_BEGINNING) -> None:
-        super().__init__(daemon=True)
-        self.consumer = Consumer({
-            "bootstrap.servers": settings.bootstrap_servers, "group.id": f"bench-{uuid.uuid4().hex}",
-            "enable.auto.commit": False, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1,
-        })
-        self.consumer.assign([TopicPartition(topic, 0, offset)])
-        self.stamps: list[tuple[int, int, int]] = []
-        self.stop_event = threading.Event()
-
-    def run(self) -> None:
-        poll, stamps = self.consumer.poll, self.stamps
-        try:
-            while not self.stop_event.is_set():
-                msg = poll(0.05)
-                if msg is None:
-                    continue
-                received = time.time_ns() // 1000
-                if msg.error():
-                    continue
-                value = msg.value()
-                if value is None:
-                    continue
-                payload = orjson.loads(value[value.index(b'"payload":') + 10:-1])
-                stamps.append((received, payload["source"]["ts_us"], payload["ts_us"]))
-        finally:
-            self.consumer.close()
-
-
-def _write_steadily(scratch: Scratch, rate: int, tx_rows: int, seconds: float, first_id: int) -> tuple[int, float]:
-    """Commit ``tx_rows``-row transactions on a fixed schedule; returns (rows, achieved seconds)."""
-    conn = psycopg2.connect(scratch.settings.pg_dsn())
-    conn.autocommit = True
-    sql = (f"INSERT INTO public.{scratch.name} SELECT g, g %% 1000, 'note ' || g "
-           "FROM generate_series(%s, %s) g")
-    interval = tx_rows / rate
-    count = int(seconds / interval)
-    next_id = first_id
-    try:
-        with conn.cursor() as cur:
-            start = time.monotonic()
-            for i in range(count):
-                delay = start + i * interval - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                cur.execute(sql, (next_id, next_id + tx_rows - 1))
-                next_id += tx_rows
-            achieved = time.monotonic() - start
-    finally:
-        conn.close()
-    return next_id - first_id, achieved
-
-
 def latency_run(settings: StackSettings, options: StreamingOptions, index: int) -> dict[str, float]:
     scratch = Scratch(settings, "lat", NARROW_TABLE)
     try:
@@ -250,7 +144,7 @@ def latency_run(settings: StackSettings, options: StreamingOptions, index: int) 
         # and their fsyncs in the loop would add stalls a production sidecar does not have.
         properties = scratch.connector_config(**options.connector_overrides)
         profile = _profile_path(options, f"latency-{index}")
-        stamper = _Stamper(settings, scratch.data_topic)
+        stamper = Stamper(settings, scratch.data_topic)
         stamper.start()
         try:
             sidecar = Sidecar(properties, scratch.workdir, profile)
@@ -266,7 +160,7 @@ def latency_run(settings: StackSettings, options: StreamingOptions, index: int) 
             if not stamper.stamps:
                 raise RuntimeError(f"the sidecar did not publish the first row\n{sidecar.log_tail()}")
             window_start_us = time.time_ns() // 1000 + int(options.warmup_s * 1e6)
-            rows, achieved = _write_steadily(scratch, options.rate, options.latency_tx_rows,
+            rows, achieved = write_steadily(scratch, options.rate, options.latency_tx_rows,
                                              options.warmup_s + options.duration_s, 1)
             window_end_us = time.time_ns() // 1000
             deadline = time.monotonic() + 60
@@ -282,30 +176,6 @@ def latency_run(settings: StackSettings, options: StreamingOptions, index: int) 
         scratch.cleanup()
 
 
-def latency_figures(stamps: list[tuple[int, int, int]], window_start_us: int, window_end_us: int,
-                    written: int, offered: float) -> dict[str, float]:
-    """Latency figures of the records (``(received µs, commit µs, emitted µs)``) whose transaction
-    committed in the window; ``written``: changes written to the topic's table in all (for
-    ``missing_changes``), ``offered``: the writer's achieved rate."""
-    window = sorted(
-        (received - committed, emitted - committed)
-        for received, committed, emitted in stamps
-        if window_start_us <= committed <= window_end_us
-    )
-    totals = sorted(w[0] / 1000 for w in window)
-    capture_part = sorted(w[1] / 1000 for w in window)
-    return {
-        "p50_ms": percentile(totals, 0.50),
-        "p99_ms": percentile(totals, 0.99),
-        "max_ms": totals[-1] if totals else math.nan,
-        "sidecar_p50_ms": percentile(capture_part, 0.50),
-        "sidecar_p99_ms": percentile(capture_part, 0.99),
-        "offered_changes_per_s": offered,
-        "measured_changes": float(len(totals)),
-        "missing_changes": float(written - len(stamps)),
-    }
-
-
 # --------------------------------------------------------------------------------------------
 # The section
 # --------------------------------------------------------------------------------------------
@@ -315,8 +185,6 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
     """Alternate throughput and latency runs ``options.runs`` times (with ``options.debezium``, each
     followed by Debezium's run of both); the ``streaming`` section plus the ``rss_mb`` of the
     sidecar (peak during the throughput drain, the worst case) and of Debezium's worker."""
-    from bench import debezium as dbz
-
     tput: list[dict[str, float]] = []
     lat: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []

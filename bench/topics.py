@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 
 
 class TopicReader:

@@ -1,4 +1,5 @@
-"""Regenerate ``schemas/type-mapping.md`` and ``schemas/envelope.example.json`` from the code.
+"""Regenerate ``schemas/type-mapping.md``, ``schemas/envelope.example.json`` and ``schemas/signal.schema.json``
+from the code.
 
 ``python -m schemas.generate`` writes them; ``tests/unit/test_schemas_docs.py`` fails when the
 committed files differ from what the code produces, so the documentation cannot drift.
@@ -6,6 +7,7 @@ committed files differ from what the code produces, so the documentation cannot 
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 from pathlib import Path
 
@@ -87,9 +89,15 @@ def envelope_example() -> str:
     return json.dumps({"topic": serializer.topic, "key": key, "value": value}, indent=2) + "\n"
 
 
+def signal_schema_text() -> str:
+    """The signal JSON Schema as the package ships it (``signaller/signals/signal.schema.json``)."""
+    return importlib.resources.files("signaller.signals").joinpath("signal.schema.json").read_text(encoding="utf-8")
+
+
 def main() -> None:
     (HERE / "type-mapping.md").write_text(type_mapping_markdown())
     (HERE / "envelope.example.json").write_text(envelope_example())
+    (HERE / "signal.schema.json").write_text(signal_schema_text(), encoding="utf-8")
 
 
 if __name__ == "__main__":

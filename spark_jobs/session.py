@@ -1,7 +1,7 @@
 """Build a SparkSession with Delta Lake and the Kafka connector.
 
 Jars come from a local directory when one is given (``SIGNALLER_SPARK_JARS_DIR``, filled by
-``signaller stack up`` from Maven Central), else from ``spark.jars.packages`` coordinates, which
+``python -m devtools stack up`` from Maven Central), else from ``spark.jars.packages`` coordinates, which
 Spark resolves from Maven Central itself (for clusters and spark-submit users).
 """
 

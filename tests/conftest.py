@@ -4,7 +4,7 @@
 * ``tests/integration``: the real local PostgreSQL and Kafka broker.
 * ``tests/spark``: Spark with Delta and the Kafka connector (and the broker).
 
-The ``stack`` fixture starts whatever of the local stack is not running (``signaller stack up``)
+The ``stack`` fixture starts whatever of the local stack is not running (``python -m devtools stack up``)
 and, at the end of the session, stops exactly what it started; nothing is ever skipped for want
 of a service.
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from signaller.devstack import Stack, StackSettings
+from devtools import Stack, StackSettings
 
 # Property tests check results, not speed: on a loaded 2-core machine a single example can take longer
 # than Hypothesis' default 200 ms deadline, which would fail a correct test. Speed is measured in bench/.

@@ -11,11 +11,11 @@ from signaller.config.fields import FAMILIES, PROPERTIES, Family, Prop, Status
 
 ENV_PREFIX = "SIGNALLER_"
 OWN_PREFIX = "signaller."
-NON_PROPERTY_ENV_PREFIXES = (
-    "SIGNALLER_TEST_", "SIGNALLER_STACK_", "SIGNALLER_LOG_", "SIGNALLER_SPARK_", "SIGNALLER_BENCH_",
-)
-"""Environment variables under these prefixes are not configuration (test gates, the local stack,
-logging, Spark and benchmarks) and are skipped."""
+NON_PROPERTY_ENV_PREFIXES = ("SIGNALLER_TEST_", "SIGNALLER_LOG_", "SIGNALLER_SPARK_")
+"""Environment variables under these prefixes are not configuration (test gates, logging, the Spark
+apply job) and are skipped. Any other ``SIGNALLER_`` variable must name a property: tools around the
+sidecar keep their own variables out of its environment (the repository's dev tree does, with
+``devtools.env.sidecar_env``)."""
 NON_PROPERTY_ENV_NAMES = frozenset({"SIGNALLER_CONFIG", "SIGNALLER_LOG_LEVEL"})
 """Environment variables with these names are read by the CLI, not by the configuration."""
 

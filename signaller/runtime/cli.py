@@ -15,7 +15,6 @@ import typer
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 
-from signaller.devstack import Stack, StackStatus
 from signaller.errors import SignallerError, SourceError
 
 if TYPE_CHECKING:
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
     from signaller.config import SignallerConfig
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="PostgreSQL → Kafka CDC sidecar.")
-stack_app = typer.Typer(no_args_is_help=True, help="The local PostgreSQL + Kafka + Spark stack (no Docker).")
-app.add_typer(stack_app, name="stack")
 signal_app = typer.Typer(no_args_is_help=True, help="Send a Debezium signal to a running sidecar: through its HTTP API "
                          "(the default, which answers), or its Kafka topic, signal file or signal table.")
 app.add_typer(signal_app, name="signal")
@@ -65,55 +62,6 @@ def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connec
     finally:
         server.stop()
     raise typer.Exit(code)
-
-
-@app.command("demo")
-def demo(rows: int = typer.Option(20000, help="rows seeded before the sidecar starts")) -> None:
-    """Run the whole pipeline on the local stack and print a DEMO OK verdict."""
-    from signaller.devstack.demo import run_demo
-
-    raise typer.Exit(run_demo(rows))
-
-
-@stack_app.command("up")
-def stack_up(spark: bool = typer.Option(True, help="Also resolve Spark's Delta/Kafka jars.")) -> None:
-    """Start PostgreSQL and Kafka (reusing running ones) and resolve Spark's jars."""
-    from signaller.devstack import Stack
-
-    stack = Stack()
-    with console.status("starting the local stack"):
-        started = stack.up(with_spark=spark)
-    _print_status(stack)
-    console.print(f"started: {', '.join(started) or 'nothing (already running)'}")
-
-
-@stack_app.command("down")
-def stack_down() -> None:
-    """Stop the local PostgreSQL and Kafka."""
-    from signaller.devstack import Stack
-
-    stopped = Stack().down()
-    console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
-
-
-@stack_app.command("status")
-def stack_status() -> None:
-    """Show what runs where; exit 1 if a service is down."""
-    from signaller.devstack import Stack
-
-    status = _print_status(Stack())
-    if not (status.postgres_up and status.kafka_up):
-        raise typer.Exit(1)
-
-
-def _print_status(stack: Stack) -> StackStatus:
-    status = stack.status()
-    marks = {True: "[green]up[/green]", False: "[red]down[/red]"}
-    console.print(f"postgres   {marks[status.postgres_up]}  {status.details['postgres']}")
-    console.print(f"kafka      {marks[status.kafka_up]}  {status.details['kafka']}")
-    console.print(f"spark jars {marks[status.spark_jars]}  {status.details['spark jars']}")
-    console.print(f"logs       {status.details['logs']}")
-    return status
 
 
 # -- signals -----------------------------------------------------------------------------------------------

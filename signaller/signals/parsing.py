@@ -76,8 +76,9 @@ _PLAIN_DEPTH = 8
 
 @functools.cache
 def signal_schema() -> Mapping[str, Any]:
-    """The JSON Schema (draft 2020-12) of a signal: ``schemas/signal.schema.json``."""
-    text = importlib.resources.files("schemas").joinpath("signal.schema.json").read_text(encoding="utf-8")
+    """The JSON Schema (draft 2020-12) of a signal: ``signal.schema.json``, package data of this package
+    (``schemas/signal.schema.json`` in the repository is a generated copy, for readers)."""
+    text = importlib.resources.files("signaller.signals").joinpath("signal.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from signaller.devstack.debezium import DebeziumConnect
+from devtools.debezium import DebeziumConnect
 from tests.integration.capture_helpers import CaptureEnv, Record, TopicReader, closed_port, wait_until
 from tests.integration.test_capture_types import COLUMNS
 

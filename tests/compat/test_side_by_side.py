@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 from tests.compat import scenario
 from tests.compat.compare import Renames, compare, report, unexplained
 from tests.integration.capture_helpers import capture_env

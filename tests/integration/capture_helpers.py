@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -31,7 +30,8 @@ import psycopg2.errors
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
+from devtools.env import sidecar_env
 
 SIGNALLER = Path(sys.executable).with_name("signaller")
 """The console script installed next to the interpreter running the tests (``.venv/bin/signaller``)."""
@@ -81,7 +81,7 @@ class Sidecar:
         self.config_path.write_text(json.dumps(config, indent=2))
         self.log_path = workdir / f"{label}.log"
         self.log_path.touch()
-        self.env = {**os.environ, "SIGNALLER_LOG_FORMAT": "json", **(env or {})}
+        self.env = sidecar_env(SIGNALLER_LOG_FORMAT="json", **(env or {}))
         if "signaller.http.port" not in config.get("config", config):
             # Every sidecar serves its HTTP API; concurrent ones (and a developer's) need their own port.
             # Set through the environment so that the connector JSON stays exactly as given.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 from tests.integration.capture_helpers import CaptureEnv, capture_env
 
 

@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from devtools import StackSettings
 from signaller.config import SignallerConfig, config_from_mapping
-from signaller.devstack import StackSettings
 from signaller.errors import SignalError
 from signaller.signals.channels import SignalRecordError
 from signaller.signals.channels.kafka import MAX_RECORDS_PER_READ, KafkaSignalChannel

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from devtools.env import sidecar_env
 from tests.integration.capture_helpers import SIGNALLER, CaptureEnv, Record, Sidecar, TopicReader
 from tests.integration.snapshot_helpers import Api, Notifications, reads, snapshot_config, start
 
@@ -57,7 +58,7 @@ class Run:
             sent = subprocess.run(
                 [str(SIGNALLER), "signal", "execute", pattern, "--filter", f"{pattern}={filter_text}", "--id",
                  signal_id, "--channel", "source", "--config", str(self.car.config_path)],
-                capture_output=True, text=True, timeout=60, check=False)
+                capture_output=True, text=True, timeout=60, check=False, env=sidecar_env())
             assert sent.returncode == 0, (sent.stdout, sent.stderr)
         else:
             self.api.accepted("execute-snapshot", data, signal_id)

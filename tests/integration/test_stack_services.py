@@ -3,13 +3,16 @@ broker that stores and returns records."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psycopg2
 import psycopg2.extras
 import pytest
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 from tests.kafka_helpers import create_topic, produce, read_all
 
 pytestmark = pytest.mark.integration
@@ -71,3 +74,13 @@ def test_kafka_broker_round_trips_records(stack: StackSettings, unique_name: str
     for key, _, partition, _ in got:
         by_key.setdefault(key, set()).add(partition)
     assert all(len(parts) == 1 for parts in by_key.values()), "a key landed in two partitions"
+
+
+def test_the_dev_entry_point_reports_the_running_stack(stack: StackSettings) -> None:
+    """``python -m devtools stack status`` (``make stack-status``) sees the services the tests use."""
+    done = subprocess.run([sys.executable, "-m", "devtools", "stack", "status"], cwd=Path(__file__).parents[2],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("postgres") and " up " in line and f":{stack.pg_port} " in line for line in lines)
+    assert any(line.startswith("kafka") and " up " in line and stack.bootstrap_servers in line for line in lines)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from signaller.devstack import StackSettings
-from signaller.devstack.spark import jars_dir
+from devtools import StackSettings
+from devtools.spark import jars_dir
 
 pytestmark = pytest.mark.spark
 

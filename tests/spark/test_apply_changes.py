@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from signaller.devstack import StackSettings
+from devtools import StackSettings
 from signaller.model import Column
 from signaller.sources.postgres.types import TypeModes
 from spark_jobs.apply_changes import BatchApplier, start_query

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from signaller.devstack import StackSettings
-from signaller.devstack.spark import jars_dir
+from devtools import StackSettings
+from devtools.spark import jars_dir
 from signaller.model import Column
 from tests.kafka_helpers import create_topic, produce
 from tests.spark.cdc_events import SourceTable

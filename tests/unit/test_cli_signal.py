@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from devtools.env import dev_variables
 from signaller.api import MetricsRegistry, create_app, serve
 from signaller.errors import SignalError
 from signaller.runtime.cli import app
@@ -28,8 +29,10 @@ BASE_CONFIG = {"topic.prefix": "pg1", "database.hostname": "db.internal", "datab
 
 
 def invoke(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
-    """Run the CLI in-process; SIGNALLER_HTTP_TOKEN is unset unless ``env`` sets it."""
-    environment: dict[str, str | None] = {"SIGNALLER_HTTP_TOKEN": None, "COLUMNS": "200", **(env or {})}
+    """Run the CLI in-process; SIGNALLER_HTTP_TOKEN (and the dev tree's variables, which are no
+    configuration: ``devtools.env``) are unset unless ``env`` sets them."""
+    environment: dict[str, str | None] = {**dict.fromkeys(dev_variables()), "SIGNALLER_HTTP_TOKEN": None,
+                                          "COLUMNS": "200", **(env or {})}
     return CliRunner().invoke(app, list(args), env=environment)
 
 

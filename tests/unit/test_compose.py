@@ -8,10 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from signaller.devstack.settings import ENV_NAMES, REPO_ROOT, StackSettings
+from devtools.env import dev_variables
+from devtools.settings import ENV_NAMES, REPO_ROOT, StackSettings
+from signaller.config import load_config
 
 pytestmark = pytest.mark.unit
 COMPOSE = REPO_ROOT / "compose" / "docker-compose.yml"
+REQUIRED = {"SIGNALLER_TOPIC_PREFIX": "pg1", "SIGNALLER_DATABASE_USER": "u", "SIGNALLER_DATABASE_DBNAME": "d",
+            "SIGNALLER_SLOT_NAME": "s"}
+"""What the mounted connector.json would give; the rest comes from the service's environment."""
 
 
 def load() -> dict:  # type: ignore[type-arg]
@@ -46,3 +51,11 @@ def test_kafka_image_matches_the_broker_version_maven_resolves() -> None:
     pom = (REPO_ROOT / "compose" / "local" / "kafka" / "pom.xml").read_text()
     version = pom.split("<kafka.version>")[1].split("<")[0]
     assert load()["services"]["kafka"]["image"] == f"apache/kafka:{version}"
+
+
+def test_the_sidecar_service_gets_no_dev_variables() -> None:
+    """The sidecar rejects SIGNALLER_ variables that name no property; the stack's are the dev tree's."""
+    environment = load()["services"]["signaller"]["environment"]
+    assert dev_variables({str(name): str(value) for name, value in environment.items()}) == []
+    config = load_config(None, {**{str(k): str(v) for k, v in environment.items()}, **REQUIRED})
+    assert config.kafka_bootstrap_servers == "kafka:59092"

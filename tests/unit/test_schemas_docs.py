@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from schemas.generate import HERE, envelope_example, type_mapping_markdown
+from schemas.generate import HERE, envelope_example, signal_schema_text, type_mapping_markdown
+from signaller.signals.parsing import signal_schema
 
 pytestmark = pytest.mark.unit
 
@@ -26,3 +27,18 @@ def test_envelope_example_is_current_and_debezium_shaped() -> None:
     assert value["schema"]["name"] == "pg1.public.orders.Envelope"
     assert value["payload"]["source"]["sequence"] == '["24023128","24023160"]'
     assert example["key"]["payload"] == {"id": 17}
+
+
+def test_signal_schema_document_is_the_one_the_package_ships() -> None:
+    """``schemas/signal.schema.json`` is a copy, for readers, of the package data the parser validates with."""
+    assert (HERE / "signal.schema.json").read_text(encoding="utf-8") == signal_schema_text(), \
+        "run python -m schemas.generate"
+    assert json.loads(signal_schema_text()) == signal_schema()
+    assert signal_schema()["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_readme_lists_every_document() -> None:
+    readme = (HERE / "README.md").read_text()
+    for document in sorted(HERE.glob("*.json")) + sorted(HERE.glob("*.md")):
+        if document.name != "README.md":
+            assert f"`{document.name}`" in readme, f"{document.name} is missing from schemas/README.md"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from signaller.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from signaller.devstack.processes import ServiceStartError, port_open, tail
-from signaller.devstack.settings import StackSettings
+from devtools.processes import ServiceStartError, port_open, tail
+from devtools.settings import StackSettings
 from signaller.errors import TerminalError
 
 MIN_MAJOR = 15

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -30,10 +29,11 @@ import psycopg2
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from signaller.devstack.processes import stop_pid
-from signaller.devstack.settings import StackSettings
-from signaller.devstack.spark import jars_dir
-from signaller.devstack.stack import Stack
+from devtools.env import sidecar_env
+from devtools.processes import stop_pid
+from devtools.settings import StackSettings
+from devtools.spark import jars_dir
+from devtools.stack import Stack
 from signaller.model import parse_lsn
 
 console = Console()
@@ -106,7 +106,7 @@ def _start_sidecar(settings: StackSettings, work: Path) -> subprocess.Popen[byte
     config = work / "connector.json"
     config.write_text(json.dumps(connector_config(settings, work), indent=2))
     log = (settings.home / "logs" / "demo-sidecar.log").open("wb")
-    env = {**os.environ, "SIGNALLER_LOG_FORMAT": "text"}
+    env = sidecar_env(SIGNALLER_LOG_FORMAT="text")
     proc = subprocess.Popen([sys.executable, "-m", "signaller.runtime.cli", "run", "--config", str(config)],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + 30

@@ -10,9 +10,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from signaller.devstack import maven
-from signaller.devstack.processes import port_open, read_pid, start_detached, stop_pid, wait_for_port
-from signaller.devstack.settings import REPO_ROOT, StackSettings
+from devtools import maven
+from devtools.processes import port_open, read_pid, start_detached, stop_pid, wait_for_port
+from devtools.settings import REPO_ROOT, StackSettings
 from signaller.errors import TerminalError
 
 POM = REPO_ROOT / "compose" / "local" / "kafka" / "pom.xml"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from signaller.devstack import kafka, postgres, spark
-from signaller.devstack.processes import port_open
-from signaller.devstack.settings import StackSettings
+from devtools import kafka, postgres, spark
+from devtools.processes import port_open
+from devtools.settings import StackSettings
 
 
 @dataclass

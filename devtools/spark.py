@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from signaller.devstack import maven
-from signaller.devstack.settings import REPO_ROOT, StackSettings
+from devtools import maven
+from devtools.settings import REPO_ROOT, StackSettings
 
 POM = REPO_ROOT / "compose" / "local" / "spark" / "pom.xml"
 

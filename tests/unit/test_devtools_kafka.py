@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from unittest import mock
 
-from signaller.devstack import kafka
+from devtools import kafka
 
 
 def test_cluster_ids_are_22_url_safe_characters() -> None:

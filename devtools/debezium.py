@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from signaller.devstack import maven
-from signaller.devstack.processes import ServiceStartError, start_detached, stop_pid
-from signaller.devstack.settings import REPO_ROOT, StackSettings
+from devtools import maven
+from devtools.processes import ServiceStartError, start_detached, stop_pid
+from devtools.settings import REPO_ROOT, StackSettings
 from signaller.errors import TerminalError
 
 POM = REPO_ROOT / "compose" / "local" / "debezium" / "pom.xml"

@@ -1,0 +1,5 @@
+"""``python -m devtools``: see :mod:`devtools.cli`."""
+
+from devtools.cli import main
+
+main()
