@@ -79,8 +79,14 @@ def _compile(text: str, ignore_case: bool) -> UserPattern:
     except Exception as exc:  # re2.error, and whatever the binding raises for odd input
         detail = exc.args[0] if exc.args else exc
         reason = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail)
-        raise PatternError(text, reason) from None
+        raise PatternError(text, _printable(reason)) from None
     return UserPattern(text, regex, ignore_case)
+
+
+def _printable(text: str) -> str:
+    """RE2's reason quotes the pattern raw: escape line breaks and control characters so that a
+    message stays one line and a pattern cannot forge log lines."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def escape(text: str) -> str:

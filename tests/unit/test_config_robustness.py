@@ -407,3 +407,13 @@ def test_secret_values_are_redacted_from_every_log_line(
     logging.getLogger("some.driver").error("connection failed: password=%s host=db \udcff", SECRET)
     err = capsys.readouterr().err
     assert "connection failed" in err and MASK in err and SECRET not in err
+
+
+def test_a_pattern_with_a_line_break_gives_a_one_line_reason() -> None:
+    """Found by the environment fuzz: RE2 quotes the pattern raw in its reason."""
+    from signaller.patterns import PatternError, compile_pattern
+
+    with pytest.raises(PatternError) as caught:
+        compile_pattern(")\r0\n1")
+    assert len(str(caught.value).splitlines()) == 1, str(caught.value)
+    assert "\\r0\\n1" in caught.value.reason
