@@ -37,6 +37,7 @@ from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
 from signaller.sources.postgres.catalog import Catalog
+from signaller.sources.postgres.conversion import UNREPRESENTABLE
 from signaller.sources.postgres.reader import (
     Change,
     LogicalMessage,
@@ -45,7 +46,6 @@ from signaller.sources.postgres.reader import (
     TxBegin,
     TxCommit,
 )
-from signaller.sources.postgres.types import UNREPRESENTABLE
 from signaller.state import Offsets, OffsetStore, open_store
 
 log = logging.getLogger("signaller.capture")

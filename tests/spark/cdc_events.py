@@ -12,7 +12,7 @@ from typing import Any
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sinks.serde.json_converter import EnvelopeSerializer
-from signaller.sources.postgres.types import TypeModes, codec_for, placeholder_for
+from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
 
 Record = tuple[bytes | None, bytes | None]
 

@@ -9,9 +9,9 @@ import pytest
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sinks.serde.json_converter import EnvelopeSerializer
+from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.defaults import default_text, literal_text
 from signaller.sources.postgres.reader import TxBegin
-from signaller.sources.postgres.types import TypeModes
 
 pytestmark = pytest.mark.unit
 

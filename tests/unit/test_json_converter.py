@@ -29,7 +29,8 @@ from signaller.sinks.serde.json_converter import (
     transaction_end_value,
     transaction_key,
 )
-from signaller.sources.postgres.types import JavaDouble, TypeModes, codec_for
+from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.numbers import JavaDouble
 
 pytestmark = pytest.mark.unit
 

@@ -38,7 +38,9 @@ import orjson
 from signaller.errors import TerminalSinkError
 from signaller.model.events import ChangeEvent, Op
 from signaller.model.tables import TableSchema
-from signaller.sources.postgres.types import ColumnCodec, JavaDouble, JavaFloat, TypeModes, codec_for
+from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.columns import ColumnCodec
+from signaller.wire.numbers import JavaDouble, JavaFloat
 
 __all__ = [
     "CONNECTOR",
