@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import EnvelopeSerializer
 from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.envelope import EnvelopeSerializer
 
 HERE = Path(__file__).parent
 SAMPLES: list[tuple[str, int, str]] = [

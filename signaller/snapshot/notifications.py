@@ -1,6 +1,7 @@
 """Debezium's notifications: records ``{id, type, aggregate_type, additional_data, timestamp}``
 to the log channel and, with the ``sink`` channel, to ``notification.sink.topic.name`` (key
-``io.debezium.connector.common.NotificationKey``, value ``...Notification``, JsonConverter)."""
+``io.debezium.connector.common.NotificationKey``, value ``...Notification``, JsonConverter; the
+bytes come from :mod:`signaller.wire.records`)."""
 
 from __future__ import annotations
 
@@ -10,30 +11,13 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from signaller.sinks.serde.json_converter import dumps
+from signaller.wire.records import notification_key, notification_value
 
 log = logging.getLogger("signaller.notifications")
 
 INCREMENTAL = "Incremental Snapshot"
 INITIAL = "Initial Snapshot"
 SIGNAL = "Signal"
-
-KEY_SCHEMA = {
-    "type": "struct", "fields": [{"type": "string", "optional": False, "field": "id"}],
-    "optional": False, "name": "io.debezium.connector.common.NotificationKey", "version": 1,
-}
-VALUE_SCHEMA = {
-    "type": "struct",
-    "fields": [
-        {"type": "string", "optional": False, "field": "id"},
-        {"type": "string", "optional": False, "field": "type"},
-        {"type": "string", "optional": False, "field": "aggregate_type"},
-        {"type": "map", "keys": {"type": "string", "optional": False},
-         "values": {"type": "string", "optional": False}, "optional": True, "field": "additional_data"},
-        {"type": "int64", "optional": False, "field": "timestamp"},
-    ],
-    "optional": False, "name": "io.debezium.connector.common.Notification", "version": 1,
-}
 
 
 @dataclass(frozen=True)
@@ -49,11 +33,10 @@ class Notification:
                 "additional_data": dict(self.additional_data), "timestamp": self.timestamp}
 
     def key_bytes(self, schemas: bool) -> bytes:
-        payload = {"id": self.id}
-        return dumps({"schema": KEY_SCHEMA, "payload": payload} if schemas else payload)
+        return notification_key(self.id, schemas_enable=schemas)
 
     def value_bytes(self, schemas: bool) -> bytes:
-        return dumps({"schema": VALUE_SCHEMA, "payload": self.payload()} if schemas else self.payload())
+        return notification_value(self.payload(), schemas_enable=schemas)
 
 
 def make(kind: str, correlation_id: str | None, connector: str, aggregate: str = INCREMENTAL,
