@@ -22,6 +22,8 @@ SIGNAL = "Signal"
 
 @dataclass(frozen=True)
 class Notification:
+    """One Debezium notification (``io.debezium.pipeline.notification.Notification``)."""
+
     id: str
     type: str
     aggregate_type: str
@@ -29,13 +31,16 @@ class Notification:
     timestamp: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
 
     def payload(self) -> dict[str, object]:
+        """The record payload, members in Debezium's order."""
         return {"id": self.id, "type": self.type, "aggregate_type": self.aggregate_type,
                 "additional_data": dict(self.additional_data), "timestamp": self.timestamp}
 
     def key_bytes(self, schemas: bool) -> bytes:
+        """The sink channel's record key (with its schema when ``schemas``)."""
         return notification_key(self.id, schemas_enable=schemas)
 
     def value_bytes(self, schemas: bool) -> bytes:
+        """The sink channel's record value (with its schema when ``schemas``)."""
         return notification_value(self.payload(), schemas_enable=schemas)
 
 
@@ -46,6 +51,7 @@ def make(kind: str, correlation_id: str | None, connector: str, aggregate: str =
 
 
 def log_notification(notification: Notification) -> None:
+    """The log channel: one INFO line in Debezium's ``LogNotificationChannel`` format."""
     log.info(
         "[Notification Service]  {id='%s', aggregateType='%s', type='%s', additionalData=%s, timestamp=%d}",
         notification.id, notification.aggregate_type, notification.type,

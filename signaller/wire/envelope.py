@@ -113,13 +113,19 @@ class StreamPosition(Protocol):
     (the reader's ``TxBegin``): id, commit time (µs) and the previous transaction's commit LSN."""
 
     @property
-    def xid(self) -> int: ...
+    def xid(self) -> int:
+        """The transaction id (``source.txId``)."""
+        ...
 
     @property
-    def commit_ts_us(self) -> int: ...
+    def commit_ts_us(self) -> int:
+        """The commit time in µs since the epoch (``source.ts_*``)."""
+        ...
 
     @property
-    def last_commit_lsn(self) -> int | None: ...
+    def last_commit_lsn(self) -> int | None:
+        """The previous transaction's commit LSN (``source.sequence[0]``); None at the start."""
+        ...
 
 
 class EnvelopeSerializer:

@@ -88,6 +88,7 @@ _log = logging.getLogger("signaller.values")
 
 
 def bad(label: str, text: str, reason: str) -> DecodeError:
+    """The error for ``text`` of ``label`` (column and type) that a converter cannot read."""
     shown = text if len(text) <= 120 else text[:117] + "..."
     return DecodeError(f"{label}: cannot convert {shown!r}: {reason}")
 

@@ -141,6 +141,7 @@ def _numeric_typmod(typmod: int) -> tuple[int, int] | None:
 
 
 def build_numeric(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``numeric``: Decimal, VariableScaleDecimal, double or string per ``decimal.handling.mode``."""
     declared = _numeric_typmod(column.type_modifier)
     precision, scale = declared if declared is not None else (0, 0)
     variable = precision == 0 and scale == 0
@@ -167,6 +168,7 @@ def _money_decimal(label: str, text: str) -> Decimal:
 
 
 def build_money(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``money``: Decimal with ``money.fraction.digits``, or double/string per ``decimal.handling.mode``."""
     digits = modes.money_fraction_digits
     quantum = Decimal(1).scaleb(-digits)
     if modes.decimal_handling == "double":
@@ -191,6 +193,7 @@ def bool_converter(label: str) -> Converter:
 
 
 def float4_converter(label: str) -> Converter:
+    """``real``: a :class:`~signaller.wire.numbers.JavaFloat` (float32 rounding, ``Float.toString``)."""
     def convert(text: str) -> float:
         try:
             return JavaFloat(to_float32(float(text)))
@@ -201,6 +204,7 @@ def float4_converter(label: str) -> Converter:
 
 
 def float8_converter(label: str) -> Converter:
+    """``double precision``: a float, Java-formatted where Python's text differs."""
     def convert(text: str) -> float:
         try:
             return double_payload(float(text))
@@ -218,6 +222,7 @@ def _bits_typmod(column: Column) -> int:
 
 
 def build_bits(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``bit``/``varbit``: boolean for ``bit(1)``, else ``io.debezium.data.Bits`` (little-endian bytes)."""
     length = _bits_typmod(column)
     if length == 1:
         return schema_node("boolean"), guarded(label, lambda text: int(text, 2) != 0, "not a bit string")
@@ -245,6 +250,7 @@ _URLSAFE: Final = str.maketrans("+/", "-_")
 
 
 def build_bytea(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``bytea`` (``\\x...`` text) per ``binary.handling.mode``."""
     encode = _binary_encoder(modes.binary_handling)
 
     def convert(text: str) -> str:
@@ -259,6 +265,7 @@ def build_bytea(column: Column, modes: TypeModes, label: str) -> tuple[dict[str,
 
 
 def build_unknown_binary(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """A type without a mapping: the text's UTF-8 bytes per ``binary.handling.mode``."""
     encode = _binary_encoder(modes.binary_handling)
     return _binary_node(modes.binary_handling), lambda text: encode(text.encode("utf-8"))
 
@@ -273,6 +280,7 @@ def binary_placeholder(mode: BinaryHandling) -> Any:
 
 
 def string_builder(name: str | None = None) -> Builder:
+    """A builder of string columns, plain or with the semantic type ``name`` (``io.debezium.data.Uuid``...)."""
     node = schema_node("string") if name is None else schema_node("string", name=name, version=1)
 
     def build(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
@@ -282,12 +290,14 @@ def string_builder(name: str | None = None) -> Builder:
 
 
 def build_enum(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """An enum: ``io.debezium.data.Enum`` with parameter ``allowed`` (the labels, comma-separated)."""
     allowed = ",".join(column.enum_values or ())
     node = schema_node("string", name="io.debezium.data.Enum", version=1, parameters={"allowed": allowed})
     return node, str
 
 
 def simple_builder(type_: str, convert_of: Callable[[str], Converter]) -> Builder:
+    """A builder of primitive ``type_`` whose converter ``convert_of(label)`` makes."""
     def build(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
         return schema_node(type_), convert_of(label)
 
@@ -295,4 +305,5 @@ def simple_builder(type_: str, convert_of: Callable[[str], Converter]) -> Builde
 
 
 def int_converter(label: str) -> Converter:
+    """``int2``/``int4``/``int8``/``oid`` text -> int."""
     return guarded(label, int, "not an integer")

@@ -151,6 +151,7 @@ def _time_precision(column: Column) -> int:
 
 
 def build_date(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``date``: epoch days (``io.debezium.time.Date``, or Connect ``Date`` in connect mode)."""
     name = (
         "org.apache.kafka.connect.data.Date" if modes.time_precision == "connect" else "io.debezium.time.Date"
     )
@@ -158,6 +159,7 @@ def build_date(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, 
 
 
 def build_time(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``time``: ms (``Time``, precision <= 3 in adaptive mode; Connect ``Time``) or µs (``MicroTime``)."""
     precision = _time_precision(column)
     if modes.time_precision == "connect":
         node = schema_node("int32", name="org.apache.kafka.connect.data.Time", version=1)
@@ -182,6 +184,7 @@ def build_time(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, 
 
 
 def build_timestamp(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``timestamp``: epoch ms (``Timestamp``; Connect ``Timestamp``) or µs (``MicroTimestamp``)."""
     if modes.time_precision == "connect":
         node, millis = schema_node("int64", name="org.apache.kafka.connect.data.Timestamp", version=1), True
     elif _time_precision(column) <= 3:
@@ -228,6 +231,7 @@ def _zoned_timestamp_fast(text: str, width: int) -> str | None:
 
 
 def build_timestamptz(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``timestamptz``: ``ZonedTimestamp`` text in UTC with *precision* fraction digits."""
     width = _time_precision(column)
 
     def convert(text: str) -> str:
@@ -244,6 +248,7 @@ def build_timestamptz(column: Column, modes: TypeModes, label: str) -> tuple[dic
 
 
 def build_timetz(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``timetz``: ``ZonedTime`` text in UTC with the shortest fraction."""
     def convert(text: str) -> str:
         try:
             micros, offset = _time_micros(text)
@@ -321,6 +326,7 @@ def _interval_clock(token: str) -> tuple[int, int, float]:
 
 
 def build_interval(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``interval``: ``MicroDuration`` µs, or ``Interval`` ISO text with ``interval.handling.mode=string``."""
     if modes.interval_handling == "string":
         node = schema_node("string", name="io.debezium.time.Interval", version=1)
         render: Callable[[Duration], Any] = interval_iso
