@@ -53,8 +53,8 @@ from bench.scratch import Scratch
 from bench.stats import Figure, percentile, summarize
 from devtools import StackSettings
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import EnvelopeSerializer
-from signaller.sources.postgres.types import TypeModes, codec_for
+from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.envelope import EnvelopeSerializer
 
 TABLE_SQL = "id bigint PRIMARY KEY, v int NOT NULL, note text, stamp_us bigint"
 COLUMNS = (

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import EnvelopeSerializer
-from signaller.sources.postgres.types import TypeModes, codec_for
+from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.envelope import EnvelopeSerializer
 
 HERE = Path(__file__).parent
 SAMPLES: list[tuple[str, int, str]] = [
@@ -57,7 +57,7 @@ def type_mapping_markdown() -> str:
         "",
         "Each row: the column type (with modifier), the Connect schema of the field, and the payload",
         "value for the sample text PostgreSQL sends. Non-default modes are listed where they change",
-        "the result. Source of truth: `signaller/sources/postgres/types.py`.",
+        "the result. Source of truth: `signaller/sources/postgres/codecs.py`.",
         "",
         "| type | mode | sample (pgoutput text) | Connect schema | payload |",
         "|---|---|---|---|---|",

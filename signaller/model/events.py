@@ -25,7 +25,7 @@ class ChangeEvent:
     """One row change (or truncate) with its place in the log.
 
     ``before``/``after`` hold column values already converted to their Debezium JSON form
-    (see ``sources.postgres.types``). ``lsn`` is the change's own LSN, ``commit_lsn`` the LSN of
+    (see ``sources.postgres.codecs``). ``lsn`` is the change's own LSN, ``commit_lsn`` the LSN of
     its transaction's commit (the position a restart resumes after), ``last_commit_lsn`` the
     commit LSN of the previous transaction (Debezium's ``source.sequence[0]``).
     ``commit_ts_us`` is the commit time in microseconds since the epoch. ``snapshot`` is

@@ -23,20 +23,11 @@ from signaller.config import SignallerConfig
 from signaller.errors import SinkError, TerminalSinkError, TransientSinkError, TransientSourceError
 from signaller.model import Op, format_lsn
 from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
-from signaller.sinks.serde.json_converter import (
-    EnvelopeSerializer,
-    heartbeat_key,
-    heartbeat_value,
-    postgres_transaction_id,
-    transaction_begin_value,
-    transaction_block,
-    transaction_end_value,
-    transaction_key,
-)
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
 from signaller.sources.postgres.catalog import Catalog
+from signaller.sources.postgres.conversion import UNREPRESENTABLE
 from signaller.sources.postgres.reader import (
     Change,
     LogicalMessage,
@@ -45,8 +36,17 @@ from signaller.sources.postgres.reader import (
     TxBegin,
     TxCommit,
 )
-from signaller.sources.postgres.types import UNREPRESENTABLE
 from signaller.state import Offsets, OffsetStore, open_store
+from signaller.wire.envelope import EnvelopeSerializer
+from signaller.wire.records import (
+    heartbeat_key,
+    heartbeat_value,
+    postgres_transaction_id,
+    transaction_begin_value,
+    transaction_block,
+    transaction_end_value,
+    transaction_key,
+)
 
 log = logging.getLogger("signaller.capture")
 STALL_WARNING_S = 15.0

@@ -1,1 +1,1 @@
-"""Change sinks: where change events go (Kafka) and how they are encoded."""
+"""Change sinks: where change events go (Kafka); their bytes come from :mod:`signaller.wire`."""

@@ -50,9 +50,9 @@ from signaller.snapshot.control import SidecarStatus, TableProgress
 from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, TableInfo, VisibleSnapshot
 from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
 from signaller.snapshot.window import Window
+from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.reader import Change, RelationPlan, make_plan, row_from_tuple
 from signaller.sources.postgres.relations import RelationCache
-from signaller.sources.postgres.types import TypeModes
 
 log = logging.getLogger("signaller.snapshot")
 MAX_FINISHED = 100

@@ -1,6 +1,7 @@
 """Debezium's notifications: records ``{id, type, aggregate_type, additional_data, timestamp}``
 to the log channel and, with the ``sink`` channel, to ``notification.sink.topic.name`` (key
-``io.debezium.connector.common.NotificationKey``, value ``...Notification``, JsonConverter)."""
+``io.debezium.connector.common.NotificationKey``, value ``...Notification``, JsonConverter; the
+bytes come from :mod:`signaller.wire.records`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from signaller.sinks.serde.json_converter import dumps
+from signaller.wire.records import notification_key, notification_value
 
 log = logging.getLogger("signaller.notifications")
 
@@ -18,26 +19,11 @@ INCREMENTAL = "Incremental Snapshot"
 INITIAL = "Initial Snapshot"
 SIGNAL = "Signal"
 
-KEY_SCHEMA = {
-    "type": "struct", "fields": [{"type": "string", "optional": False, "field": "id"}],
-    "optional": False, "name": "io.debezium.connector.common.NotificationKey", "version": 1,
-}
-VALUE_SCHEMA = {
-    "type": "struct",
-    "fields": [
-        {"type": "string", "optional": False, "field": "id"},
-        {"type": "string", "optional": False, "field": "type"},
-        {"type": "string", "optional": False, "field": "aggregate_type"},
-        {"type": "map", "keys": {"type": "string", "optional": False},
-         "values": {"type": "string", "optional": False}, "optional": True, "field": "additional_data"},
-        {"type": "int64", "optional": False, "field": "timestamp"},
-    ],
-    "optional": False, "name": "io.debezium.connector.common.Notification", "version": 1,
-}
-
 
 @dataclass(frozen=True)
 class Notification:
+    """One Debezium notification (``io.debezium.pipeline.notification.Notification``)."""
+
     id: str
     type: str
     aggregate_type: str
@@ -45,15 +31,17 @@ class Notification:
     timestamp: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
 
     def payload(self) -> dict[str, object]:
+        """The record payload, members in Debezium's order."""
         return {"id": self.id, "type": self.type, "aggregate_type": self.aggregate_type,
                 "additional_data": dict(self.additional_data), "timestamp": self.timestamp}
 
     def key_bytes(self, schemas: bool) -> bytes:
-        payload = {"id": self.id}
-        return dumps({"schema": KEY_SCHEMA, "payload": payload} if schemas else payload)
+        """The sink channel's record key (with its schema when ``schemas``)."""
+        return notification_key(self.id, schemas_enable=schemas)
 
     def value_bytes(self, schemas: bool) -> bytes:
-        return dumps({"schema": VALUE_SCHEMA, "payload": self.payload()} if schemas else self.payload())
+        """The sink channel's record value (with its schema when ``schemas``)."""
+        return notification_value(self.payload(), schemas_enable=schemas)
 
 
 def make(kind: str, correlation_id: str | None, connector: str, aggregate: str = INCREMENTAL,
@@ -63,6 +51,7 @@ def make(kind: str, correlation_id: str | None, connector: str, aggregate: str =
 
 
 def log_notification(notification: Notification) -> None:
+    """The log channel: one INFO line in Debezium's ``LogNotificationChannel`` format."""
     log.info(
         "[Notification Service]  {id='%s', aggregateType='%s', type='%s', additionalData=%s, timestamp=%d}",
         notification.id, notification.aggregate_type, notification.type,

@@ -1,7 +1,7 @@
 """Synthetic Debezium change events, rendered by the sidecar's own serializer and type codecs.
 
 ``SourceTable`` turns PostgreSQL text values (what pgoutput sends) into the Kafka key and value
-bytes the sidecar would publish: ``signaller.sources.postgres.types.codec_for`` converts the
+bytes the sidecar would publish: ``signaller.sources.postgres.codecs.codec_for`` converts the
 text, ``EnvelopeSerializer`` renders the JsonConverter record, with or without schemas.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import EnvelopeSerializer
-from signaller.sources.postgres.types import TypeModes, codec_for, placeholder_for
+from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
+from signaller.wire.envelope import EnvelopeSerializer
 
 Record = tuple[bytes | None, bytes | None]
 

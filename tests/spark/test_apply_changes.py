@@ -27,7 +27,7 @@ import pytest
 
 from devtools import StackSettings
 from signaller.model import Column
-from signaller.sources.postgres.types import TypeModes
+from signaller.sources.postgres.codecs import TypeModes
 from spark_jobs.apply_changes import BatchApplier, start_query
 from spark_jobs.job_config import ApplyJobConfig
 from tests.kafka_helpers import create_topic, produce

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import EnvelopeSerializer
+from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.defaults import default_text, literal_text
 from signaller.sources.postgres.reader import TxBegin
-from signaller.sources.postgres.types import TypeModes
+from signaller.wire.envelope import EnvelopeSerializer
 
 pytestmark = pytest.mark.unit
 

@@ -16,11 +16,11 @@ import pytest
 
 from signaller.errors import TerminalSinkError
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import (
-    DEBEZIUM_VERSION,
-    ChangeEventSerializer,
-    EnvelopeSerializer,
-    dumps,
+from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.envelope import DEBEZIUM_VERSION, ChangeEventSerializer, EnvelopeSerializer
+from signaller.wire.jackson import dumps
+from signaller.wire.numbers import JavaDouble
+from signaller.wire.records import (
     heartbeat_key,
     heartbeat_value,
     postgres_transaction_id,
@@ -29,7 +29,6 @@ from signaller.sinks.serde.json_converter import (
     transaction_end_value,
     transaction_key,
 )
-from signaller.sources.postgres.types import JavaDouble, TypeModes, codec_for
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from signaller.model import Column
-from signaller.sources.postgres.types import TypeModes, codec_for, unscaled_bytes
+from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.numbers import unscaled_bytes
 from spark_jobs import sequence
 from spark_jobs.apply_changes import BatchApplier, BatchError, Group, TableState, table_path
 from spark_jobs.connect_schema import (

@@ -21,10 +21,11 @@ import pytest
 from signaller.config import SignallerConfig, config_from_mapping
 from signaller.errors import DecodeError
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
-from signaller.sinks.serde.json_converter import EnvelopeSerializer, transaction_block
+from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.reader import Change, Item, PostgresLogReader, TxBegin
 from signaller.sources.postgres.relations import ResolvedType
-from signaller.sources.postgres.types import TypeModes
+from signaller.wire.envelope import EnvelopeSerializer
+from signaller.wire.records import transaction_block
 from tests.unit.test_relations import USER_TYPES
 
 pytestmark = pytest.mark.unit

@@ -28,8 +28,10 @@ from signaller.config import SignallerConfig
 from signaller.model import ChangeEvent, Op, TableId, TableSchema, format_lsn
 from signaller.sources.postgres import pgoutput
 from signaller.sources.postgres.catalog import Catalog, translate
+from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
+from signaller.sources.postgres.conversion import unguarded
 from signaller.sources.postgres.relations import RelationCache
-from signaller.sources.postgres.types import ColumnCodec, TypeModes, codec_for, placeholder_for, unguarded
+from signaller.wire.columns import ColumnCodec
 
 log = logging.getLogger("signaller.source")
 

@@ -47,7 +47,7 @@ column has none), as Debezium does. ``enum_values`` is set for enums and for arr
 
 Values are not converted here: :meth:`RelationCache.get` gives the column order so a caller
 can zip column names with a :data:`~signaller.sources.postgres.pgoutput.TupleData`; converters
-live in ``signaller.sources.postgres.types``.
+live in ``signaller.sources.postgres.codecs``.
 """
 
 from __future__ import annotations

@@ -24,19 +24,11 @@ from hypothesis import strategies as st
 
 from signaller.errors import ConfigError, DecodeError
 from signaller.model import Column
-from signaller.sources.postgres.types import (
-    UNAVAILABLE_VALUE_PLACEHOLDER,
-    UNREPRESENTABLE,
-    ColumnCodec,
-    JavaDouble,
-    JavaFloat,
-    TypeModes,
-    UnrepresentableValues,
-    codec_for,
-    parse_array_literal,
-    placeholder_for,
-    unguarded,
-)
+from signaller.sources.postgres.arrays import parse_array_literal
+from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
+from signaller.sources.postgres.conversion import UNREPRESENTABLE, UnrepresentableValues, unguarded
+from signaller.wire.columns import UNAVAILABLE_VALUE_PLACEHOLDER, ColumnCodec
+from signaller.wire.numbers import JavaDouble, JavaFloat
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Kafka Connect ``JsonConverter`` rendering of Debezium PostgreSQL connector records.
+"""Kafka Connect ``JsonConverter`` rendering of Debezium PostgreSQL change events.
 
 Everything here produces the bytes Kafka Connect would write for the Debezium PostgreSQL
 connector with ``key.converter``/``value.converter`` = ``org.apache.kafka.connect.json.JsonConverter``:
@@ -9,28 +9,24 @@ connector with ``key.converter``/``value.converter`` = ``org.apache.kafka.connec
   part is serialized once per table and spliced in front of each payload.
 * ``schemas.enable=false``: the payload alone.
 
-Payload values come pre-converted (see :mod:`signaller.sources.postgres.types`); this module
-places them in schema field order, renders Java-formatted floats (:class:`JavaDouble`,
-:class:`JavaFloat`) as Jackson does and writes control-character escapes with Jackson's
-upper-case hex (``\\u001F``). A null field whose schema has a default is written as the default
-(JsonConverter's rule), which is why streamed events show ``"snapshot":"false"``.
+Payload values come pre-converted by the source (each column's
+:class:`~signaller.wire.columns.ColumnCodec`); this module places them in schema field order,
+renders Java-formatted floats as Jackson does and writes control-character escapes with
+Jackson's upper-case hex (:mod:`signaller.wire.jackson`). A null field whose schema has a default
+is written as the default (JsonConverter's rule), which is why streamed events show
+``"snapshot":"false"``.
 
 Records (reference: debezium-protocol.md section 7; Debezium ``Envelope``, ``SchemaFactory``,
-``PostgresSourceInfoStructMaker``, ``HeartbeatImpl``, ``TransactionStructMaker``):
-
-* data changes: :class:`EnvelopeSerializer` (key ``<prefix>.<schema>.<table>.Key``, value
-  ``...Envelope`` version 2 with ``before``/``after`` ``...Value``, ``source``, ``transaction``,
-  ``op``, ``ts_ms``/``ts_us``/``ts_ns``);
-* tombstones: the delete's key with a null value (:meth:`EnvelopeSerializer.tombstone_value`);
-* heartbeats: :func:`heartbeat_key`/:func:`heartbeat_value`;
-* transaction boundaries: :func:`transaction_key`, :func:`transaction_begin_value`,
-  :func:`transaction_end_value`, ids from :func:`postgres_transaction_id`.
+``PostgresSourceInfoStructMaker``): data changes via :class:`EnvelopeSerializer` (key
+``<prefix>.<schema>.<table>.Key``, value ``...Envelope`` version 2 with ``before``/``after``
+``...Value``, ``source``, ``transaction``, ``op``, ``ts_ms``/``ts_us``/``ts_ns``); tombstones:
+the delete's key with a null value (:meth:`EnvelopeSerializer.tombstone_value`). Heartbeat,
+transaction and notification records are in :mod:`signaller.wire.records`. No I/O.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import orjson
@@ -38,38 +34,33 @@ import orjson
 from signaller.errors import TerminalSinkError
 from signaller.model.events import ChangeEvent, Op
 from signaller.model.tables import TableSchema
-from signaller.sources.postgres.types import ColumnCodec, JavaDouble, JavaFloat, TypeModes, codec_for
+from signaller.wire.columns import CodecProvider, ColumnCodec
+from signaller.wire.connect import envelope_schema, field, struct
+from signaller.wire.jackson import (
+    ESCAPE_MARK,
+    LOWER_HEX_ESCAPE,
+    dumps,
+    record,
+    render_default,
+    schema_prefix,
+    upper_escape,
+)
 
 __all__ = [
     "CONNECTOR",
     "DEBEZIUM_VERSION",
-    "HEARTBEAT_KEY_SCHEMA",
-    "HEARTBEAT_VALUE_SCHEMA",
-    "SNAPSHOT_ALLOWED_VALUES",
-    "SOURCE_SCHEMA",
-    "TRANSACTION_BLOCK_SCHEMA",
-    "TRANSACTION_KEY_SCHEMA",
-    "TRANSACTION_VALUE_SCHEMA",
     "ChangeEventSerializer",
     "EnvelopeSerializer",
     "StreamPosition",
-    "dumps",
-    "heartbeat_key",
-    "heartbeat_value",
-    "postgres_transaction_id",
-    "transaction_begin_value",
-    "transaction_block",
-    "transaction_end_value",
-    "transaction_key",
 ]
 
 DEBEZIUM_VERSION: Final = "3.7.0.Final"
 """``source.version`` written by default; pass ``connector_version`` to override."""
 
 CONNECTOR: Final = "postgresql"
-SNAPSHOT_ALLOWED_VALUES: Final = (
-    "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
-)
+"""``source.connector``."""
+
+_orjson_dumps: Final = orjson.dumps
 
 
 class ChangeEventSerializer(Protocol):
@@ -92,177 +83,6 @@ class ChangeEventSerializer(Protocol):
         ...
 
 
-# --------------------------------------------------------------------------------------------
-# JSON writing
-# --------------------------------------------------------------------------------------------
-
-_LOWER_HEX_ESCAPE: Final = re.compile(rb"(?<!\\)((?:\\\\)*)\\u00([01][0-9a-f])")
-
-
-def _default(value: object) -> Any:
-    if isinstance(value, (JavaDouble, JavaFloat)):
-        return orjson.Fragment(value.json_text())
-    raise TypeError(f"cannot render {type(value).__name__} as JSON: {value!r}")
-
-
-def _upper_escape(match: re.Match[bytes]) -> bytes:
-    return match.group(1) + b"\\u00" + match.group(2).upper()
-
-
-_orjson_dumps: Final = orjson.dumps
-_ESCAPE_MARK: Final = b"\\u00"
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON as Jackson writes it for Kafka Connect (Java float text, upper-case escapes)."""
-    out = _orjson_dumps(value, default=_default)
-    if _ESCAPE_MARK in out:
-        out = _LOWER_HEX_ESCAPE.sub(_upper_escape, out)
-    return out
-
-
-def _schema_prefix(schema: Mapping[str, Any]) -> bytes:
-    return b'{"schema":' + orjson.dumps(schema) + b',"payload":'
-
-
-def _record(prefix: bytes | None, payload: Any) -> bytes:
-    """``{"schema":...,"payload":...}`` when ``prefix`` is given, else the payload alone."""
-    if prefix is None:
-        return dumps(payload)
-    return prefix + dumps(payload) + b"}"
-
-
-# --------------------------------------------------------------------------------------------
-# Schema nodes
-# --------------------------------------------------------------------------------------------
-
-
-def _field(name: str, node: Mapping[str, Any]) -> dict[str, Any]:
-    """A struct member: the field's schema node plus ``"field"`` (JsonConverter appends it)."""
-    member = dict(node)
-    member["field"] = name
-    return member
-
-
-def _primitive(type_: str, *, optional: bool) -> dict[str, Any]:
-    return {"type": type_, "optional": optional}
-
-
-def _struct(
-    name: str, fields: list[dict[str, Any]], *, optional: bool, version: int | None = None
-) -> dict[str, Any]:
-    node: dict[str, Any] = {"type": "struct", "fields": fields, "optional": optional, "name": name}
-    if version is not None:
-        node["version"] = version
-    return node
-
-
-_SNAPSHOT_NODE: Final = {
-    "type": "string",
-    "optional": True,
-    "name": "io.debezium.data.Enum",
-    "version": 1,
-    "parameters": {"allowed": SNAPSHOT_ALLOWED_VALUES},
-    "default": "false",
-}
-
-SOURCE_SCHEMA: Final = _struct(
-    "io.debezium.connector.postgresql.Source",
-    [
-        _field("version", _primitive("string", optional=False)),
-        _field("connector", _primitive("string", optional=False)),
-        _field("name", _primitive("string", optional=False)),
-        _field("ts_ms", _primitive("int64", optional=False)),
-        _field("snapshot", _SNAPSHOT_NODE),
-        _field("db", _primitive("string", optional=False)),
-        _field("sequence", _primitive("string", optional=True)),
-        _field("ts_us", _primitive("int64", optional=True)),
-        _field("ts_ns", _primitive("int64", optional=True)),
-        _field("schema", _primitive("string", optional=False)),
-        _field("table", _primitive("string", optional=False)),
-        _field("txId", _primitive("int64", optional=True)),
-        _field("lsn", _primitive("int64", optional=True)),
-        _field("xmin", _primitive("int64", optional=True)),
-        _field("origin", _primitive("string", optional=True)),
-        _field("origin_lsn", _primitive("int64", optional=True)),
-    ],
-    optional=False,
-    version=1,
-)
-"""``io.debezium.connector.postgresql.Source`` version 1 (Debezium 3.5+ field list)."""
-
-TRANSACTION_BLOCK_SCHEMA: Final = _struct(
-    "event.block",
-    [
-        _field("id", _primitive("string", optional=False)),
-        _field("total_order", _primitive("int64", optional=False)),
-        _field("data_collection_order", _primitive("int64", optional=False)),
-    ],
-    optional=True,
-    version=1,
-)
-
-HEARTBEAT_KEY_SCHEMA: Final = _struct(
-    "io.debezium.connector.common.ServerNameKey",
-    [_field("serverName", _primitive("string", optional=False))],
-    optional=False,
-    version=1,
-)
-HEARTBEAT_VALUE_SCHEMA: Final = _struct(
-    "io.debezium.connector.common.Heartbeat",
-    [_field("ts_ms", _primitive("int64", optional=False))],
-    optional=False,
-    version=1,
-)
-TRANSACTION_KEY_SCHEMA: Final = _struct(
-    "io.debezium.connector.common.TransactionMetadataKey",
-    [_field("id", _primitive("string", optional=False))],
-    optional=False,
-    version=1,
-)
-_EVENT_COLLECTION_SCHEMA: Final = _struct(
-    "event.collection",
-    [
-        _field("data_collection", _primitive("string", optional=False)),
-        _field("event_count", _primitive("int64", optional=False)),
-    ],
-    optional=True,
-    version=1,
-)
-TRANSACTION_VALUE_SCHEMA: Final = _struct(
-    "io.debezium.connector.common.TransactionMetadataValue",
-    [
-        _field("status", _primitive("string", optional=False)),
-        _field("id", _primitive("string", optional=False)),
-        _field("event_count", _primitive("int64", optional=True)),
-        _field("data_collections", {"type": "array", "items": _EVENT_COLLECTION_SCHEMA, "optional": True}),
-        _field("ts_ms", _primitive("int64", optional=False)),
-    ],
-    optional=False,
-    version=1,
-)
-
-
-def _envelope_schema(name: str, value_schema: dict[str, Any]) -> dict[str, Any]:
-    """Envelope version 2: before, after, source, transaction, op, ts_ms, ts_us, ts_ns."""
-    fields = [
-        _field("before", value_schema),
-        _field("after", value_schema),
-        _field("source", SOURCE_SCHEMA),
-        _field("transaction", TRANSACTION_BLOCK_SCHEMA),
-        _field("op", _primitive("string", optional=False)),
-        _field("ts_ms", _primitive("int64", optional=True)),
-        _field("ts_us", _primitive("int64", optional=True)),
-        _field("ts_ns", _primitive("int64", optional=True)),
-    ]
-    return _struct(name, fields, optional=False, version=2)
-
-
-# --------------------------------------------------------------------------------------------
-# Data change records
-# --------------------------------------------------------------------------------------------
-
-
 def _sequence(last_commit_lsn: int | None, lsn: int | None) -> str:
     """``source.sequence``: Jackson's rendering of ``[lastCommitLsn, lsn]`` as decimal strings."""
     first = "null" if last_commit_lsn is None else f'"{last_commit_lsn}"'
@@ -280,7 +100,11 @@ def _literal(fragment: bytes) -> bytes:
 
 
 _SOURCE_TAIL: Final = b',"xmin":null,"origin":null,"origin_lsn":null}'
+
+
 _OP_JSON: Final = {op: orjson.dumps(op.value) for op in Op}
+
+
 _TRUNCATE: Final = Op.TRUNCATE
 
 
@@ -289,13 +113,19 @@ class StreamPosition(Protocol):
     (the reader's ``TxBegin``): id, commit time (µs) and the previous transaction's commit LSN."""
 
     @property
-    def xid(self) -> int: ...
+    def xid(self) -> int:
+        """The transaction id (``source.txId``)."""
+        ...
 
     @property
-    def commit_ts_us(self) -> int: ...
+    def commit_ts_us(self) -> int:
+        """The commit time in µs since the epoch (``source.ts_*``)."""
+        ...
 
     @property
-    def last_commit_lsn(self) -> int | None: ...
+    def last_commit_lsn(self) -> int | None:
+        """The previous transaction's commit LSN (``source.sequence[0]``); None at the start."""
+        ...
 
 
 class EnvelopeSerializer:
@@ -303,7 +133,7 @@ class EnvelopeSerializer:
 
     Built once per (table schema, topic prefix, database, options); every schema and its JSON
     bytes are computed here. ``codecs`` maps each column name of ``table`` to its
-    :class:`~signaller.sources.postgres.types.ColumnCodec`; columns whose codec is not
+    :class:`~signaller.wire.columns.ColumnCodec`; columns whose codec is not
     ``emitted`` are left out of schemas and payloads, as Debezium does. ``schemas_enable`` is
     the value converter's ``schemas.enable``; ``key_schemas_enable`` the key converter's
     (defaults to ``schemas_enable``).
@@ -379,15 +209,15 @@ class EnvelopeSerializer:
                           if "default" in codecs[column.name].schema}
         emitted_names = set(self._value_names)
         self._key_names = tuple(name for name in table.key_columns if name in emitted_names)
-        self.value_schema = _struct(
-            f"{base}.Value", [_field(c.name, codecs[c.name].schema) for c in emitted], optional=True
+        self.value_schema = struct(
+            f"{base}.Value", [field(c.name, codecs[c.name].schema) for c in emitted], optional=True
         )
         self.key_schema = self._build_key_schema(base, codecs)
-        self.envelope_schema = _envelope_schema(f"{base}.Envelope", self.value_schema)
+        self.envelope_schema = envelope_schema(f"{base}.Envelope", self.value_schema)
         key_schemas = schemas_enable if key_schemas_enable is None else key_schemas_enable
-        self._value_prefix = _schema_prefix(self.envelope_schema) if schemas_enable else None
+        self._value_prefix = schema_prefix(self.envelope_schema) if schemas_enable else None
         self._key_prefix = (
-            _schema_prefix(self.key_schema) if key_schemas and self.key_schema is not None else None
+            schema_prefix(self.key_schema) if key_schemas and self.key_schema is not None else None
         )
         # Fragments: {"schema":...,"payload":{"before":  ...  }} (see serialize_value).
         self._value_head = (self._value_prefix or b"") + b'{"before":'
@@ -409,14 +239,14 @@ class EnvelopeSerializer:
     def _build_key_schema(self, base: str, codecs: Mapping[str, ColumnCodec]) -> dict[str, Any] | None:
         if not self._key_names:
             return None
-        fields = [_field(name, codecs[name].schema) for name in self._key_names]
-        return _struct(f"{base}.Key", fields, optional=False)
+        fields = [field(name, codecs[name].schema) for name in self._key_names]
+        return struct(f"{base}.Key", fields, optional=False)
 
     @classmethod
     def for_table(
         cls,
         table: TableSchema,
-        modes: TypeModes,
+        provider: CodecProvider,
         *,
         topic_prefix: str,
         database: str,
@@ -424,8 +254,9 @@ class EnvelopeSerializer:
         key_schemas_enable: bool | None = None,
         connector_version: str = DEBEZIUM_VERSION,
     ) -> EnvelopeSerializer:
-        """Build the codecs with :func:`~signaller.sources.postgres.types.codec_for`, then the serializer."""
-        codecs = {column.name: codec_for(column, modes, str(table.table_id)) for column in table.columns}
+        """Ask ``provider`` (a source's type mapping, e.g. PostgreSQL's ``TypeModes``) for each
+        column's codec, then build the serializer."""
+        codecs = {column.name: provider.codec(column, str(table.table_id)) for column in table.columns}
         return cls(
             table,
             codecs,
@@ -449,7 +280,7 @@ class EnvelopeSerializer:
         if name is not None:
             return self._key_head + dumps(row_values.get(name)) + self._key_tail
         payload = {name: row_values.get(name) for name in self._key_names}
-        return _record(self._key_prefix, payload)
+        return record(self._key_prefix, payload)
 
     def serialize_value(
         self, event: ChangeEvent, *, ts_us_now: int, transaction: Mapping[str, Any] | None = None
@@ -524,23 +355,23 @@ class EnvelopeSerializer:
         if before is None:
             before_json = b"null"
         else:
-            before_json = _orjson_dumps(before, default=_default)
-            if _ESCAPE_MARK in before_json:
-                before_json = _LOWER_HEX_ESCAPE.sub(_upper_escape, before_json)
+            before_json = _orjson_dumps(before, default=render_default)
+            if ESCAPE_MARK in before_json:
+                before_json = LOWER_HEX_ESCAPE.sub(upper_escape, before_json)
         if after is None:
             after_json = b"null"
         else:
-            after_json = _orjson_dumps(after, default=_default)
-            if _ESCAPE_MARK in after_json:
-                after_json = _LOWER_HEX_ESCAPE.sub(_upper_escape, after_json)
+            after_json = _orjson_dumps(after, default=render_default)
+            if ESCAPE_MARK in after_json:
+                after_json = LOWER_HEX_ESCAPE.sub(upper_escape, after_json)
         value = b"".join((self._value_head, before_json, b',"after":', after_json, rest))
         name = self._single_key
         row = after if after is not None else before
         if name is None or row is None:
             return self.serialize_key(row), value
-        key = _orjson_dumps(row.get(name), default=_default)
-        if _ESCAPE_MARK in key:
-            key = _LOWER_HEX_ESCAPE.sub(_upper_escape, key)
+        key = _orjson_dumps(row.get(name), default=render_default)
+        if ESCAPE_MARK in key:
+            key = LOWER_HEX_ESCAPE.sub(upper_escape, key)
         return self._key_head + key + self._key_tail, value
 
     def _stream_template(self, op: Op, position: StreamPosition, with_block: bool) -> bytes:
@@ -619,72 +450,3 @@ def _transaction_payload(block: Mapping[str, Any]) -> dict[str, Any]:
     except KeyError as exc:
         msg = f"transaction block lacks {exc.args[0]!r} (needs id, total_order, data_collection_order)"
         raise TerminalSinkError(msg) from None
-
-
-# --------------------------------------------------------------------------------------------
-# Heartbeats and transaction metadata
-# --------------------------------------------------------------------------------------------
-
-_HEARTBEAT_KEY_PREFIX: Final = _schema_prefix(HEARTBEAT_KEY_SCHEMA)
-_HEARTBEAT_VALUE_PREFIX: Final = _schema_prefix(HEARTBEAT_VALUE_SCHEMA)
-_TRANSACTION_KEY_PREFIX: Final = _schema_prefix(TRANSACTION_KEY_SCHEMA)
-_TRANSACTION_VALUE_PREFIX: Final = _schema_prefix(TRANSACTION_VALUE_SCHEMA)
-
-
-def heartbeat_key(topic_prefix: str, *, schemas_enable: bool = True) -> bytes:
-    """Heartbeat record key ``{serverName: <topic.prefix>}`` (``ServerNameKey`` v1)."""
-    return _record(_HEARTBEAT_KEY_PREFIX if schemas_enable else None, {"serverName": topic_prefix})
-
-
-def heartbeat_value(ts_ms: int, *, schemas_enable: bool = True) -> bytes:
-    """Heartbeat record value ``{ts_ms: <now in ms>}`` (``Heartbeat`` v1)."""
-    return _record(_HEARTBEAT_VALUE_PREFIX if schemas_enable else None, {"ts_ms": ts_ms})
-
-
-def postgres_transaction_id(tx_id: int, lsn: int) -> str:
-    """Debezium's PostgreSQL transaction id ``<txId>:<LSN>`` (both as decimal numbers)."""
-    return f"{tx_id}:{lsn}"
-
-
-def transaction_block(transaction_id: str, total_order: int, data_collection_order: int) -> dict[str, Any]:
-    """The ``transaction`` block of a data event: position of the event in its transaction
-    overall (``total_order``) and within its table (``data_collection_order``), both from 1."""
-    return {"id": transaction_id, "total_order": total_order, "data_collection_order": data_collection_order}
-
-
-def transaction_key(transaction_id: str, *, schemas_enable: bool = True) -> bytes:
-    """Transaction-metadata record key ``{id}`` (``TransactionMetadataKey`` v1)."""
-    return _record(_TRANSACTION_KEY_PREFIX if schemas_enable else None, {"id": transaction_id})
-
-
-def transaction_begin_value(transaction_id: str, ts_ms: int, *, schemas_enable: bool = True) -> bytes:
-    """``BEGIN`` record value: ``event_count`` and ``data_collections`` are null."""
-    payload: dict[str, Any] = {
-        "status": "BEGIN",
-        "id": transaction_id,
-        "event_count": None,
-        "data_collections": None,
-        "ts_ms": ts_ms,
-    }
-    return _record(_TRANSACTION_VALUE_PREFIX if schemas_enable else None, payload)
-
-
-def transaction_end_value(
-    transaction_id: str,
-    ts_ms: int,
-    event_count: int,
-    data_collections: Iterable[tuple[str, int]],
-    *,
-    schemas_enable: bool = True,
-) -> bytes:
-    """``END`` record value; ``data_collections`` are ``(schema.table, events)`` pairs in the
-    order to write them (Debezium iterates a hash map, so consumers must not rely on order)."""
-    collections = [{"data_collection": name, "event_count": count} for name, count in data_collections]
-    payload = {
-        "status": "END",
-        "id": transaction_id,
-        "event_count": event_count,
-        "data_collections": collections,
-        "ts_ms": ts_ms,
-    }
-    return _record(_TRANSACTION_VALUE_PREFIX if schemas_enable else None, payload)

@@ -1,1 +1,0 @@
-"""Record encodings: Kafka Connect JsonConverter-compatible JSON (Avro later)."""

@@ -1,0 +1,103 @@
+"""Import rules between packages of ``signaller/`` (issue 12), checked on the source with ast.
+
+* ``signaller/wire/`` (the Debezium wire format, no I/O) imports only ``signaller.model``,
+  ``signaller.errors`` and itself, and no I/O library;
+* nothing in ``signaller/sinks/`` imports from ``signaller.sources``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import signaller
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(signaller.__file__).parent
+WIRE_MAY_IMPORT = ("signaller.model", "signaller.errors", "signaller.wire")
+IO_LIBRARIES = ("psycopg2", "confluent_kafka", "socket", "http", "urllib", "requests", "httpx", "fastapi", "uvicorn")
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, root: Path) -> Iterator[tuple[int, str]]:
+    """``(line, absolute module name)`` of every import in ``path``, wherever it appears
+    (functions and ``TYPE_CHECKING`` blocks included); ``from x import y`` yields ``x.y`` too,
+    since ``y`` may be a module."""
+    module = _module_name(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield node.lineno, base
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def violations(
+    folder: str, allowed: tuple[str, ...] | None = None, forbidden: tuple[str, ...] = (), package: Path = PACKAGE
+) -> list[str]:
+    """``file:line -> module`` for each import under ``<package>/<folder>`` of a ``signaller``
+    module outside ``allowed`` (when given) or of a module within ``forbidden``."""
+    found = []
+    for path in sorted((package / folder).rglob("*.py")):
+        for line, name in imports_of(path, package.parent):
+            bad_internal = (
+                allowed is not None
+                and _within(name, "signaller")
+                and name != "signaller"
+                and not any(_within(name, prefix) for prefix in allowed)
+            )
+            if bad_internal or any(_within(name, prefix) for prefix in forbidden):
+                found.append(f"{path.relative_to(package.parent)}:{line} -> {name}")
+    return found
+
+
+def test_wire_imports_only_model_errors_and_itself() -> None:
+    assert (PACKAGE / "wire").is_dir()
+    assert violations("wire", allowed=WIRE_MAY_IMPORT, forbidden=IO_LIBRARIES) == []
+
+
+def test_sinks_do_not_import_sources() -> None:
+    assert violations("sinks", forbidden=("signaller.sources",)) == []
+
+
+def test_checker_sees_every_import_form(tmp_path: Path) -> None:
+    """The checker itself: absolute, ``from`` and relative imports, inside functions too."""
+    wire = tmp_path / "signaller" / "wire"
+    wire.mkdir(parents=True)
+    (wire / "probe.py").write_text(
+        "from signaller.sources.postgres import codecs\n"
+        "from ..sinks import kafka\n"
+        "import signaller.model.events\n"
+        "def f() -> None:\n"
+        "    import signaller.runtime.capture\n"
+        "    from . import numbers\n"
+        "    import psycopg2\n"
+    )
+    found = violations("wire", allowed=WIRE_MAY_IMPORT, forbidden=IO_LIBRARIES, package=tmp_path / "signaller")
+    assert [entry.split(" -> ")[1] for entry in found] == [
+        "signaller.sources.postgres",
+        "signaller.sources.postgres.codecs",
+        "signaller.sinks",
+        "signaller.sinks.kafka",
+        "signaller.runtime.capture",
+        "psycopg2",
+    ]
