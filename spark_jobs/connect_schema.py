@@ -47,7 +47,7 @@ UNAVAILABLE = "__debezium_unavailable_value"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
-# Debezium's sentinels for PostgreSQL ±infinity (see signaller/sources/postgres/types.py).
+# Debezium's sentinels for PostgreSQL ±infinity (see signaller/wire/temporal.py).
 _POS_INFINITY_DATE = -2147472693
 _NEG_INFINITY_DATE = -2147472692
 _POS_INFINITY_MICROS = 9223372036825200000
