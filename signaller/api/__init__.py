@@ -5,7 +5,8 @@
 ``ApiServer`` (``wait_started``, ``stop``); ``MetricsRegistry`` holds the metrics it exposes.
 """
 
-from signaller.api.app import ApiServer, ApiServerError, PortInUseError, create_app, serve
+from signaller.api.app import create_app
 from signaller.api.metrics import MetricsRegistry
+from signaller.api.server import ApiServer, ApiServerError, PortInUseError, serve
 
 __all__ = ["ApiServer", "ApiServerError", "MetricsRegistry", "PortInUseError", "create_app", "serve"]

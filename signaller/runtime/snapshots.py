@@ -49,15 +49,16 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import orjson
 from confluent_kafka import KafkaException
 
 from signaller.config import SignallerConfig
 from signaller.errors import SignalError, SinkError, is_transient
-from signaller.model import Op, TableId
+from signaller.model import TableId
+from signaller.signals.channels import HttpSignalChannel, SignalChannelReader, SignalTableChannel
 from signaller.signals.model import ExecuteSnapshot, Signal, SignalOutcome, WindowMarker
+from signaller.signals.values import unexpected_reason
 from signaller.sinks.kafka import KafkaSink
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
@@ -98,14 +99,17 @@ class SnapshotCoordinator:
         self.engine = IncrementalSnapshotter(config, self._source, modes_of(config), relations,
                                              self._emit_read, self._notify, compile_filter)
         self._signal_table = config.signal_data_collection
-        self._channels: dict[str, Any] = {}
+        self._polled: list[SignalChannelReader] = []
+        self._http = HttpSignalChannel(control) if control is not None else None
         self._next_channel_poll = 0.0
         self._last_end_lsn = 0
         self._in_tx = False
         self._notification_topic = (config.notification_sink_topic_name
                                     if "sink" in {c.value for c in config.notification_enabled_channels} else None)
         self._log_notifications = "log" in {c.value for c in config.notification_enabled_channels}
-        self._source_channel = "source" in {c.value for c in config.signal_enabled_channels}
+        self._table_channel = SignalTableChannel(
+            self._signal_table, enabled="source" in {c.value for c in config.signal_enabled_channels},
+            insert_delete=config.incremental_snapshot_watermarking_strategy.value == "insert_delete")
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, offsets: Offsets | None, tables: list[TableId]) -> None:
@@ -131,10 +135,13 @@ class SnapshotCoordinator:
             self._notify(notes.make("SKIPPED", None, self._config.topic_prefix, notes.INITIAL))
 
     def close(self) -> None:
-        for channel in self._channels.values():
+        for channel in self._channels():
             with contextlib.suppress(Exception):
                 channel.close()
         self._source.close()
+
+    def _channels(self) -> list[SignalChannelReader]:
+        return [*self._polled, self._table_channel, *([self._http] if self._http is not None else [])]
 
     def _open_channels(self) -> None:
         enabled = {c.value for c in self._config.signal_enabled_channels}
@@ -142,12 +149,12 @@ class SnapshotCoordinator:
         if "kafka" in enabled:
             from signaller.signals.channels.kafka import KafkaSignalChannel
 
-            self._channels["kafka"] = KafkaSignalChannel(self._config, positions.get("kafka"))
+            self._polled.append(KafkaSignalChannel(self._config, positions.get("kafka")))
         if "file" in enabled:
             from signaller.signals.channels.file import FileSignalChannel
 
             stored = positions.get("file")
-            self._channels["file"] = FileSignalChannel(self._config.signal_file, tuple(stored) if stored else None)
+            self._polled.append(FileSignalChannel(self._config.signal_file, tuple(stored) if stored else None))
 
     # -- hooks from the capture loop ------------------------------------------------------
     def on_begin(self) -> None:
@@ -183,43 +190,14 @@ class SnapshotCoordinator:
         self.engine.on_marker(marker, (last_commit_lsn, message.lsn))
 
     def _on_signal_row(self, change: Change) -> None:
-        from signaller.signals.parsing import parse_action, signal_from_row
-
+        """A change of the signal table: a watermark goes to the engine; a signal is applied at once, at
+        its place in the stream (inside its transaction's Kafka group)."""
         event = change.event
-        strategy = self._config.incremental_snapshot_watermarking_strategy.value
-        if event.op is Op.CREATE and event.after is not None:
-            values = list(event.after.values())
-        elif event.op is Op.DELETE and strategy == "insert_delete" and event.before is not None:
-            values = list(event.before.values())
-            if not isinstance(values[0], str) or not values[0].endswith("-open"):
-                return
-            data = values[2] if len(values) > 2 else None
-            values = [values[0][: -len("open")] + "close", "snapshot-window-close", data]
-        else:
+        marker = self._table_channel.offer(event)
+        if marker is not None:
+            self.engine.on_marker(marker, (event.last_commit_lsn, event.lsn))
             return
-        if len(values) != 3:
-            log.warning("signal table %s must have exactly 3 columns (id, type, data); row ignored", self._signal_table)
-            return
-        try:
-            signal = signal_from_row(values[0], values[1], values[2], channel="source", position=event.lsn)
-            action = parse_action(signal)
-        except SignalError as exc:
-            self._reject("source", exc.signal_id or _id_text(values[0]), exc.reason)
-            return
-        except Exception as exc:
-            if _infrastructure(exc):
-                raise
-            where = f"signal table {self._signal_table} row at LSN {event.lsn:X}" if event.lsn else "signal table"
-            self._reject("source", _id_text(values[0]), _unexpected(exc, f"reading the {where}"), exc)
-            return
-        if isinstance(action, WindowMarker):
-            self.engine.on_marker(action, (event.last_commit_lsn, event.lsn))
-            return
-        if not self._source_channel:
-            log.info("signal %s in the signal table ignored: the source channel is not in signal.enabled.channels",
-                     signal.id)
-            return
-        self._answer("source", self._guarded("source", signal, lambda: action))
+        self._read_channel(self._table_channel)
 
     # -- between batches ------------------------------------------------------------------
     def tick(self, stream_lsn: int = 0, last_commit_lsn: int | None = None) -> None:
@@ -228,39 +206,34 @@ class SnapshotCoordinator:
         if self._config.read_only and stream_lsn:
             with self._adhoc_group():
                 self.engine.on_position(max(stream_lsn, self._last_end_lsn), (last_commit_lsn, 0))
-        if self.control is not None:
-            answers = []
-            for item, future in self.control.drain():
-                with self._adhoc_group():
-                    outcome = self._apply_control(item)
-                answers.append((future, outcome))
-            if any(outcome.accepted for _, outcome in answers) and self._commit_now is not None:
-                # An accepted HTTP signal is answered only once its effect is in the stored offsets,
-                # so a crash right after the 202 cannot lose it (the other channels re-deliver).
-                self._commit_now()
-            if answers:
-                self._publish_status()  # before the answers: a GET right after one sees its effect
-            for future, outcome in answers:
-                future.set_result(outcome)
+        if self._http is not None:
+            self._serve_http(self._http)
         now = time.monotonic()
-        if self._channels and now >= self._next_channel_poll:
+        if self._polled and now >= self._next_channel_poll:
             self._next_channel_poll = now + self._config.signal_poll_interval_ms / 1000
-            handled = sum(self._read_channel(name, channel) for name, channel in self._channels.items())
+            handled = sum(len(self._read_channel(channel)) for channel in self._polled)
             if handled:
                 self._publish_status()
         if self.engine.wants_chunk:
             with self._adhoc_group():
                 self.engine.read_chunk()
 
-    def _apply_control(self, item: Signal | int) -> SignalOutcome:
-        """One request of the HTTP API: a chunk size or a signal; rejections are answered, not notified."""
-        from signaller.signals.parsing import parse_action
-
-        if isinstance(item, int):
-            return self.engine.set_chunk_size(item)
-        outcome = self._guarded("http", item, lambda: parse_action(item))
-        self._answer("http", outcome, notify_rejection=False)
-        return outcome
+    def _serve_http(self, http: HttpSignalChannel) -> None:
+        """The HTTP channel's signals, then the chunk-size requests of the control queue; answered once
+        what was accepted is in the stored offsets (so a crash right after a 202 cannot lose it; the
+        other channels re-deliver)."""
+        outcomes = self._read_channel(http)
+        resized = []
+        for size, future in http.take_chunk_sizes():
+            with self._adhoc_group():
+                resized.append((future, self.engine.set_chunk_size(size)))
+        if any(o.accepted for o in [*outcomes, *(o for _, o in resized)]) and self._commit_now is not None:
+            self._commit_now()
+        if outcomes or resized:
+            self._publish_status()  # before the answers: a GET right after one sees its effect
+        http.answer(outcomes)
+        for future, outcome in resized:
+            future.set_result(outcome)
 
     def _guarded(self, channel: str, signal: Signal, parse: Callable[[], object]) -> SignalOutcome:
         """Parse (``parse()`` gives the action) and apply ``signal``; every failure but an
@@ -275,15 +248,14 @@ class SnapshotCoordinator:
             where = f"the {_shown(signal.type)} signal from the {channel} channel"
             if signal.position is not None:
                 where += f" at position {_shown(signal.position)}"
-            reason = _unexpected(exc, f"applying {where}")
+            reason = unexpected_reason(exc, f"applying {where}")
             log.warning("signal %s from %s failed unexpectedly: %s", signal.id, channel, reason, exc_info=exc)
             return SignalOutcome(signal.id, False, reason)
 
-    def _read_channel(self, name: str, channel: Any) -> int:
-        """Apply what ``channel`` has now, each entry with its position (see the module docstring);
-        returns how many entries were handled. A failing ``read()`` is logged (once per message)."""
-        from signaller.signals.parsing import parse_action
-
+    def _read_channel(self, channel: SignalChannelReader) -> list[SignalOutcome]:
+        """Handle what ``channel`` has now, each entry in turn (``_handle``); the outcomes, in order. A
+        failing ``read()`` is logged (once per message) and handles nothing."""
+        name = channel.name
         try:
             entries = channel.read()
         except Exception as exc:
@@ -293,24 +265,36 @@ class SnapshotCoordinator:
             if self._read_problems.get(name) != problem:
                 log.warning("signal channel %s: reading failed: %s", name, problem, exc_info=exc)
                 self._read_problems[name] = problem
-            return 0
+            return []
         self._read_problems.pop(name, None)
-        for entry in entries:
-            with self._adhoc_group():
-                previous = self.engine.state.channel_positions.get(name)
-                position = getattr(entry, "position", None)
-                if position is not None:
-                    self.engine.set_channel_position(name, position)
-                try:
-                    if isinstance(entry, SignalError):
-                        self._reject(name, entry.signal_id or "?", entry.reason)
-                    else:
-                        self._answer(name, self._guarded(name, entry, functools.partial(parse_action, entry)))
-                except BaseException:
+        return [self._handle(channel, entry) for entry in entries]
+
+    def _handle(self, channel: SignalChannelReader, entry: Signal | SignalError) -> SignalOutcome:
+        """The one path of every channel's entries: store its position (``stores_positions``), parse and
+        apply it (``_guarded``), answer it (log line; ``REJECTED`` notification if ``rejections_notified``),
+        all in one Kafka group (see the module docstring)."""
+        from signaller.signals.parsing import parse_action
+
+        name = channel.name
+        with self._adhoc_group():
+            previous = self.engine.state.channel_positions.get(name)
+            position = getattr(entry, "position", None) if channel.stores_positions else None
+            if position is not None:
+                self.engine.set_channel_position(name, position)
+            try:
+                if isinstance(entry, SignalError):
+                    outcome = SignalOutcome(entry.signal_id if entry.signal_id is not None else "?", False,
+                                            entry.reason)
+                    self._reject(name, outcome.signal_id, entry.reason, getattr(entry, "cause", None))
+                else:
+                    outcome = self._guarded(name, entry, functools.partial(parse_action, entry))
+                    self._answer(name, outcome, notify_rejection=channel.rejections_notified)
+            except BaseException:
+                if channel.stores_positions:
                     # Infrastructure failure: the retried session must read this entry again.
                     self.engine.set_channel_position(name, previous)
-                    raise
-        return len(entries)
+                raise
+        return outcome
 
     def _publish_status(self) -> None:
         if self._status_changed is not None:
@@ -378,25 +362,9 @@ def _shown(value: object) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + f"... ({len(text)} characters)"
 
 
-def _id_text(value: object) -> str:
-    """A signal-table id as the notification's id: its text, cut to a readable length."""
-    text = str(value)
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
-
-
 def _infrastructure(exc: BaseException) -> bool:
     """PostgreSQL or Kafka failed (retry the session), as opposed to a signal that cannot be applied."""
     return is_transient(exc) or isinstance(exc, (SinkError, KafkaException))
-
-
-def _unexpected(exc: BaseException, doing: str) -> str:
-    """The rejection reason for an exception no validation foresaw."""
-    detail = str(exc)
-    if len(detail) > _SHOWN_CHARS:
-        detail = detail[:_SHOWN_CHARS] + "..."
-    return (f"{doing} failed unexpectedly ({type(exc).__name__}: {detail}); the signal was skipped and will not "
-            "be read again; accepted: a signal the validation passes (this one should have been refused with a "
-            "reason: please report it, with the warning in the log)")
 
 
 def _literal_pattern(table: TableId) -> str:

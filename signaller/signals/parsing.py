@@ -35,42 +35,20 @@ import orjson
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from signaller.errors import SignalError
-from signaller.patterns import ACCEPTED as _PATTERN_ACCEPTED
-from signaller.patterns import PatternError, compile_pattern
-from signaller.signals.model import (
-    EXECUTE_SNAPSHOT,
-    LOG,
-    PAUSE_SNAPSHOT,
-    RESUME_SNAPSHOT,
-    STOP_SNAPSHOT,
-    WINDOW_CLOSE,
-    WINDOW_OPEN,
-    Action,
-    AdditionalCondition,
-    Channel,
-    ExecuteSnapshot,
-    LogMessage,
-    PauseSnapshot,
-    ResumeSnapshot,
-    Signal,
-    SnapshotType,
-    StopSnapshot,
-    WindowMarker,
-)
+from signaller.signals.actions import ACTIONS
+from signaller.signals.model import WINDOW_CLOSE, WINDOW_OPEN, Action, Channel, Signal, WindowMarker
+from signaller.signals.values import show
 
 __all__ = ["USER_SIGNAL_TYPES", "parse_action", "signal_from_json", "signal_from_row", "signal_schema"]
 
-USER_SIGNAL_TYPES = (EXECUTE_SNAPSHOT, STOP_SNAPSHOT, PAUSE_SNAPSHOT, RESUME_SNAPSHOT, LOG)
-"""The signal types a user may send; the watermark types are written by signaller itself."""
+USER_SIGNAL_TYPES = tuple(ACTIONS)
+"""The signal types a user may send (the action registry's); the watermark types are written by signaller itself."""
 
 _WATERMARK_CHANNELS = frozenset({"source", "internal"})
 _TYPES_ACCEPTED = "one of " + ", ".join(USER_SIGNAL_TYPES) + " (case-sensitive)"
 _ENVELOPE_ACCEPTED = '{"id": <non-empty string>, "type": <signal type>, "data": {...}}'
 _ID_ACCEPTED = "a non-empty string, e.g. a UUID"
 _DATA_ACCEPTED = "a JSON object ({} if the signal needs no data)"
-_REGEX_ACCEPTED = _PATTERN_ACCEPTED + ' (case-sensitive), e.g. "public\\\\.orders"'
-_CONDITION_REGEX_ACCEPTED = _PATTERN_ACCEPTED + ' (case-insensitive), e.g. "public\\\\.orders"'
-_SHOWN_CHARS = 60
 _PLAIN_DEPTH = 8
 
 
@@ -120,7 +98,7 @@ def signal_from_json(raw: bytes | str, channel: Channel, position: Any = None) -
     data = document["data"]
     if isinstance(data, str):
         raise SignalError(
-            f"data: expected a JSON object, got a string {_show(data)}; a JSON-encoded object inside a string is "
+            f"data: expected a JSON object, got a string {show(data)}; a JSON-encoded object inside a string is "
             f"not accepted (Debezium's Kafka channel refuses it too); accepted: {_DATA_ACCEPTED}", signal_id)
     if not isinstance(data, dict):
         raise SignalError(f"data: expected a JSON object, got {_describe(data)}; accepted: {_DATA_ACCEPTED}", signal_id)
@@ -202,7 +180,7 @@ def parse_action(signal: Signal) -> Action:
         return WindowMarker(signal_id=signal_id, is_open=signal_type == WINDOW_OPEN, data=dict(data))
 
     if signal_type not in USER_SIGNAL_TYPES:
-        raise SignalError(f"type: {_show(signal_type)} is not a signal type{_type_hint(signal_type)}; "
+        raise SignalError(f"type: {show(signal_type)} is not a signal type{_type_hint(signal_type)}; "
                           f"accepted: {_TYPES_ACCEPTED}", signal_id)
 
     plain_data = _plain(data, 0)
@@ -214,7 +192,8 @@ def parse_action(signal: Signal) -> Action:
     if problems:
         raise SignalError("; ".join(problems), signal_id)
     assert signal_id is not None  # the schema requires a string id
-    return _build(signal_id, signal_type, plain_data)
+    action: Action = ACTIONS[signal_type].build(signal_id, plain_data)
+    return action
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -226,56 +205,6 @@ def _plain(value: Any, depth: int) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(item, depth + 1) for item in value]
     return value
-
-
-def _build(signal_id: str, signal_type: str, data: Mapping[str, Any]) -> Action:
-    if signal_type == EXECUTE_SNAPSHOT:
-        snapshot_type = _snapshot_type(data)
-        collections = _collections(data.get("data-collections", ()), "data.data-collections", signal_id)
-        conditions = tuple(
-            AdditionalCondition(data_collection=item["data-collection"].strip(), filter=item["filter"])
-            for item in data.get("additional-conditions", ())
-        )
-        for index, condition in enumerate(conditions):
-            _check_regex(condition.data_collection, f"data.additional-conditions[{index}].data-collection",
-                         signal_id, ignore_case=True)
-        surrogate_key: str | None = data.get("surrogate-key")
-        if surrogate_key is not None and snapshot_type != "incremental":
-            raise SignalError("data.surrogate-key: only applies to incremental snapshots; accepted: remove it, "
-                              'or use "type": "incremental"', signal_id)
-        return ExecuteSnapshot(signal_id=signal_id, data_collections=collections, snapshot_type=snapshot_type,
-                               additional_conditions=conditions, surrogate_key=surrogate_key)
-    if signal_type == STOP_SNAPSHOT:
-        collections = _collections(data.get("data-collections", ()), "data.data-collections", signal_id)
-        return StopSnapshot(signal_id=signal_id, data_collections=collections, snapshot_type=_snapshot_type(data))
-    if signal_type == PAUSE_SNAPSHOT:
-        return PauseSnapshot(signal_id=signal_id)
-    if signal_type == RESUME_SNAPSHOT:
-        return ResumeSnapshot(signal_id=signal_id)
-    return LogMessage(signal_id=signal_id, message=data["message"])
-
-
-def _snapshot_type(data: Mapping[str, Any]) -> SnapshotType:
-    return "blocking" if str(data.get("type", "incremental")).lower() == "blocking" else "incremental"
-
-
-def _collections(items: Iterable[str], where: str, signal_id: str) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for index, item in enumerate(items):
-        pattern = item.strip()
-        _check_regex(pattern, f"{where}[{index}]", signal_id)
-        seen.setdefault(pattern, None)
-    return tuple(seen)
-
-
-def _check_regex(pattern: str, where: str, signal_id: str, *, ignore_case: bool = False) -> None:
-    """Raise ``SignalError`` naming ``where`` if ``pattern`` does not compile with RE2."""
-    try:
-        compile_pattern(pattern, ignore_case=ignore_case)
-    except PatternError as exc:
-        accepted = _CONDITION_REGEX_ACCEPTED if ignore_case else _REGEX_ACCEPTED
-        raise SignalError(f"{where}: {_show(pattern)} is not a valid regular expression ({exc.reason}); "
-                          f"accepted: {accepted}", signal_id) from None
 
 
 # --- schema errors -> messages --------------------------------------------------------------------------
@@ -311,7 +240,7 @@ def _explain(error: Any) -> list[str]:
     if keyword in ("minLength", "pattern") and isinstance(instance, str) and not instance.strip():
         return [f"{path}: empty string; accepted: {accepted}"]
     if keyword in ("pattern", "enum", "const"):
-        return [f"{path}: {_show(instance)} is not accepted; accepted: {accepted}"]
+        return [f"{path}: {show(instance)} is not accepted; accepted: {accepted}"]
     return [f"{path}: {error.message}; accepted: {accepted}"]
 
 
@@ -391,20 +320,12 @@ def _describe(value: object) -> str:
         return "null"
     name = next((label for kind, label in _JSON_TYPES if isinstance(value, kind)), type(value).__name__)
     if name in ("boolean", "number"):
-        return f"{name} {_show(value)}"
+        return f"{name} {show(value)}"
     if name == "string":
-        return f"string {_show(value)}"
+        return f"string {show(value)}"
     return name
 
 
 def _article(value: object) -> str:
     names = value if isinstance(value, list) else [value]
     return " or ".join(f"an {name}" if str(name)[:1] in "aeiou" else f"a {name}" for name in names)
-
-
-def _show(value: object) -> str:
-    """A short, unambiguous rendering of a user value for error messages."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."

@@ -34,6 +34,7 @@ from signaller.config import SignallerConfig
 from signaller.errors import SignalError, SinkError, SourceError
 from signaller.model import ChangeEvent, Op, TableId
 from signaller.patterns import PatternError, UserPattern, compile_pattern
+from signaller.signals.actions import entry_for
 from signaller.signals.model import (
     ExecuteSnapshot,
     LogMessage,
@@ -208,18 +209,10 @@ class IncrementalSnapshotter:
         signal against the database: ..."; anything unexpected a rejection naming the signal, with the
         traceback in the log."""
         try:
-            if isinstance(action, ExecuteSnapshot):
-                self._execute(action)
-            elif isinstance(action, StopSnapshot):
-                self._stop(action)
-            elif isinstance(action, PauseSnapshot):
-                self._pause(action)
-            elif isinstance(action, ResumeSnapshot):
-                self._resume(action)
-            elif isinstance(action, LogMessage):
-                log.info("signal %s: %s", signal.id, action.message.replace("{}", str(self._state.to_offset())))
-            else:
+            entry = entry_for(action)
+            if entry is None:
                 raise SignalError(f"signal type {signal.type!r} cannot be sent by users", signal.id)
+            entry.handle(self, action)
         except SignalError as exc:
             return SignalOutcome(signal.id, False, exc.reason)
         except SourceError as exc:
@@ -249,7 +242,8 @@ class IncrementalSnapshotter:
             chosen.extend(t for t in matched if t not in chosen)
         return chosen
 
-    def _execute(self, action: ExecuteSnapshot) -> None:
+    def execute_snapshot(self, action: ExecuteSnapshot) -> None:
+        """The ``execute-snapshot`` action (``ActionHandler``)."""
         tables = self._expand(action.data_collections, self._captured_tables(), action.signal_id)
         queued: list[QueuedTable] = []
         for table in tables:
@@ -305,7 +299,8 @@ class IncrementalSnapshotter:
         override = self._config.key_columns_for(info.table_id.schema, info.table_id.table)
         return tuple(override) if override else info.primary_key
 
-    def _stop(self, action: StopSnapshot) -> None:
+    def stop_snapshot(self, action: StopSnapshot) -> None:
+        """The ``stop-snapshot`` action (``ActionHandler``)."""
         if action.snapshot_type == "blocking":
             return
         for index, pattern in enumerate(action.data_collections):
@@ -314,7 +309,8 @@ class IncrementalSnapshotter:
         if not self._window.pending:
             self._apply_stops()
 
-    def _pause(self, action: PauseSnapshot) -> None:
+    def pause_snapshot(self, action: PauseSnapshot) -> None:
+        """The ``pause-snapshot`` action (``ActionHandler``)."""
         if not self._state.running:
             raise SignalError("no incremental snapshot is running", action.signal_id)
         if not self._state.paused:
@@ -322,7 +318,8 @@ class IncrementalSnapshotter:
             self._notify(notes.make("PAUSED", self._state.correlation_id, self._config.topic_prefix,
                                     data_collections=self._collections()))
 
-    def _resume(self, action: ResumeSnapshot) -> None:
+    def resume_snapshot(self, action: ResumeSnapshot) -> None:
+        """The ``resume-snapshot`` action (``ActionHandler``)."""
         if not self._state.running:
             raise SignalError("no incremental snapshot is running", action.signal_id)
         if self._state.paused:
@@ -330,6 +327,10 @@ class IncrementalSnapshotter:
             self._notify(notes.make("RESUMED", self._state.correlation_id, self._config.topic_prefix,
                                     data_collections=self._collections()))
             self._need_chunk = True
+
+    def log_message(self, action: LogMessage) -> None:
+        """The ``log`` action (``ActionHandler``): ``{}`` in the message becomes the current offsets."""
+        log.info("signal %s: %s", action.signal_id, action.message.replace("{}", str(self._state.to_offset())))
 
     def _collections(self) -> str:
         return ",".join(q.table for q in self._state.queue)

@@ -20,7 +20,9 @@ import pytest
 from fastapi import FastAPI
 
 from signaller.api import MetricsRegistry, create_app
-from signaller.api.app import ANSWER_TIMEOUT_S, MAX_SIGNAL_BYTES, UNAUTHORIZED, iso_utc, progress_of
+from signaller.api.app import ANSWER_TIMEOUT_S, MAX_SIGNAL_BYTES
+from signaller.api.errors import UNAUTHORIZED
+from signaller.api.models import iso_utc, progress_of
 from signaller.errors import ConfigError, SignalError
 from signaller.signals.model import Signal, SignalOutcome
 from signaller.signals.parsing import parse_action, signal_from_json

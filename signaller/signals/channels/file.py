@@ -64,6 +64,10 @@ class FileSignalChannel:
     read the file from its start. The file is never modified.
     """
 
+    name = "file"
+    stores_positions = True
+    rejections_notified = True
+
     def __init__(self, path: str | os.PathLike[str], start_after: FilePosition | None) -> None:
         self.path = Path(path)
         self._inode: int | None = None

@@ -53,6 +53,10 @@ class KafkaSignalChannel:
     be reached to check or create the topic.
     """
 
+    name = "kafka"
+    stores_positions = True
+    rejections_notified = True
+
     def __init__(self, config: SignallerConfig, start_after: int | None) -> None:
         self.topic = config.signal_kafka_topic
         self.key = config.topic_prefix.encode("utf-8")
