@@ -143,10 +143,14 @@ class IncrementalSnapshotter:
     # -- state ----------------------------------------------------------------------------
     @property
     def state(self) -> SnapshotState:
+        """The durable snapshot state as of now: immutable, a new object after each change, so the loop can store the
+        object current at a position together with that position."""
         return self._state
 
     @property
     def chunk_size(self) -> int:
+        """Rows per chunk SELECT: the size set by the API (kept in ``state``), else
+        ``incremental.snapshot.chunk.size``."""
         return self._state.chunk_size or self._config.incremental_snapshot_chunk_size
 
     def restore(self, state: SnapshotState | None) -> None:
@@ -160,10 +164,14 @@ class IncrementalSnapshotter:
                      " (paused)" if self._state.paused else "")
 
     def set_channel_position(self, channel: str, position: Any) -> None:
+        """Record how far signal channel ``channel`` has been read; kept in ``state``, so a restart resumes the channel
+        there."""
         positions = {**self._state.channel_positions, channel: position}
         self._state = self._state.with_changes(channel_positions=positions)
 
     def set_chunk_size(self, size: int) -> SignalOutcome:
+        """Set the chunk size from the next chunk on (kept in ``state``); a size outside 1..1000000 is rejected and
+        changes nothing."""
         if not 1 <= size <= 1_000_000:
             return SignalOutcome("chunk-size", False, f"chunk size {size} out of range; accepted: 1..1000000")
         self._state = self._state.with_changes(chunk_size=size)
@@ -172,6 +180,7 @@ class IncrementalSnapshotter:
 
     @property
     def wants_chunk(self) -> bool:
+        """Whether the loop should call ``read_chunk`` now: a chunk is due and no window awaits its close marker."""
         return self._need_chunk and not self._window.pending
 
     # -- signals --------------------------------------------------------------------------
