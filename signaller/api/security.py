@@ -61,6 +61,7 @@ class CrossSiteGuard:
         self._check_host = check_host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a cross-site HTTP request with its reason (421 or 403); pass every other request on unchanged."""
         if scope["type"] == "http":
             refusal = self._refusal(Headers(scope=scope), scope.get("scheme", "http"))
             if refusal is not None:
@@ -114,6 +115,8 @@ class BearerAuth:
         self._open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on when it is not HTTP, its path is open or its bearer token is right; else answer 401
+        without running the route."""
         if scope["type"] != "http" or scope["path"] in self._open_paths or self._authorized(scope):
             await self.app(scope, receive, send)
             return

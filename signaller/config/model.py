@@ -53,10 +53,12 @@ class TableLike(Protocol):
     """Anything with ``schema`` and ``table`` names (``signaller.model.TableId``)."""
 
     @property
-    def schema(self) -> str: ...
+    def schema(self) -> str:
+        """The schema name, unquoted."""
 
     @property
-    def table(self) -> str: ...
+    def table(self) -> str:
+        """The table name, unquoted."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -62,4 +62,6 @@ class TableSchema:
 
     @property
     def key_columns(self) -> tuple[str, ...]:
+        """The Kafka key columns in key order: ``key`` if given, else the columns flagged ``is_key``; empty for a
+        keyless table."""
         return self.key or tuple(c.name for c in self.columns if c.is_key)

@@ -1,0 +1,1 @@
+"""The running sidecar: the command line, the capture loop, snapshot wiring, logging and the supervisor."""

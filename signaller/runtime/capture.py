@@ -157,6 +157,8 @@ class CaptureLoop:
         self._on_change = on_change
 
     def stop(self) -> None:
+        """Ask the session to end (any thread): the loop finishes its current batch, commits what Kafka acknowledged and
+        returns from ``run``."""
         self._stopping = True
 
     # -- set-up ---------------------------------------------------------------------------
@@ -175,6 +177,9 @@ class CaptureLoop:
         return tables
 
     def run(self) -> None:
+        """Stream until ``stop()`` or an error: check the source, load the offsets, resume the log after them, and on
+        the way out (also after an error) commit what Kafka acknowledged and close every connection. Raises the error
+        that ended the session (``TransientError`` for what is worth retrying)."""
         config = self.config
         catalog = Catalog(config.libpq_dsn())
         reader = PostgresLogReader(config, catalog)

@@ -44,6 +44,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per record: ts, level, logger, msg (and exc), secrets redacted."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON, secrets masked and lone surrogates escaped."""
         body = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
@@ -59,6 +60,7 @@ class TextFormatter(logging.Formatter):
     """The classic one-line text format, secrets redacted."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record in the configured text format, secrets masked and lone surrogates escaped."""
         return _encodable_text(redact(super().format(record)))
 
 

@@ -135,6 +135,8 @@ class SnapshotCoordinator:
             self._notify(notes.make("SKIPPED", None, self._config.topic_prefix, notes.INITIAL))
 
     def close(self) -> None:
+        """Close every signal channel and the snapshot's database connection; never raises (a channel failing to close
+        is ignored)."""
         for channel in self._channels():
             with contextlib.suppress(Exception):
                 channel.close()
@@ -158,6 +160,8 @@ class SnapshotCoordinator:
 
     # -- hooks from the capture loop ------------------------------------------------------
     def on_begin(self) -> None:
+        """A transaction began in the log: until ``on_commit``, snapshot records (READs, notifications) go into its
+        Kafka group rather than a group of their own."""
         self._in_tx = True
 
     def on_commit(self, end_lsn: int) -> SnapshotState:
@@ -345,6 +349,7 @@ class SnapshotCoordinator:
             self._sink.send(self._notification_topic, key, value)
 
     def status(self, base: SidecarStatus) -> SidecarStatus:
+        """``base`` (the streaming figures) with the engine's snapshot progress."""
         snapshot = self.engine.status()
         return SidecarStatus(
             running=snapshot.running, paused=snapshot.paused, chunk_size=snapshot.chunk_size,

@@ -33,10 +33,13 @@ class Supervisor:
         self._session: object | None = None
 
     def install_signal_handlers(self) -> None:
+        """Make SIGTERM and SIGINT call ``stop`` (main thread only, as Python's ``signal`` requires)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stop())
 
     def stop(self) -> None:
+        """Ask ``run`` to return 0 (any thread, a signal handler too): the current session is stopped and no retry
+        follows."""
         self._stop.set()
         stop = getattr(self._session, "stop", None)
         if callable(stop):

@@ -48,6 +48,10 @@ class AdditionalCondition:
 
 @dataclass(frozen=True)
 class ExecuteSnapshot:
+    """The ``execute-snapshot`` action: snapshot the captured tables matching ``data_collections`` (regular expressions
+    matched whole against ``schema.table``), incrementally or blocking, with optional per-table filters and a surrogate
+    chunk key. Checked against the catalog by the engine, not here."""
+
     signal_id: str
     data_collections: tuple[str, ...]
     snapshot_type: SnapshotType = "incremental"
@@ -57,6 +61,9 @@ class ExecuteSnapshot:
 
 @dataclass(frozen=True)
 class StopSnapshot:
+    """The ``stop-snapshot`` action: drop the queued tables matching ``data_collections`` (all of them when empty) from
+    the incremental snapshot; a blocking snapshot cannot be stopped."""
+
     signal_id: str
     data_collections: tuple[str, ...] = ()
     snapshot_type: SnapshotType = "incremental"
@@ -64,16 +71,22 @@ class StopSnapshot:
 
 @dataclass(frozen=True)
 class PauseSnapshot:
+    """The ``pause-snapshot`` action: stop reading chunks of the running incremental snapshot until resumed."""
+
     signal_id: str
 
 
 @dataclass(frozen=True)
 class ResumeSnapshot:
+    """The ``resume-snapshot`` action: go on reading chunks of a paused incremental snapshot."""
+
     signal_id: str
 
 
 @dataclass(frozen=True)
 class LogMessage:
+    """The ``log`` action: log ``message``, with ``{}`` replaced by the current offsets."""
+
     signal_id: str
     message: str
 

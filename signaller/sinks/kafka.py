@@ -88,6 +88,7 @@ class SkippedRecord:
         return _key_text(self.key)
 
     def coordinates(self) -> str:
+        """Where the record would have gone and why it was left out, for logs and the RECORD_SKIPPED notification."""
         lsn = format_lsn(self.lsn) if self.lsn is not None else "n/a"
         return (f"topic {self.topic!r}, table {self.table or 'n/a'}, key {self.key_text}, LSN {lsn}, "
                 f"{self.size} bytes > limit {self.limit} ({self.limit_setting})")
@@ -147,6 +148,8 @@ class TopicManager:
             return None
 
     def ensure(self, topic: str) -> None:
+        """Create ``topic`` with the configured partitions and replication unless it exists (checked once per topic);
+        ``TransientSinkError`` if Kafka cannot create it."""
         if topic in self._known:
             return
         metadata = self._admin.list_topics(timeout=10)
@@ -289,6 +292,7 @@ class KafkaSink:
         self._current = None
 
     def has_open_group(self) -> bool:
+        """Whether a group was begun and not yet closed (records sent now join it)."""
         return self._current is not None
 
     def safe_state(self) -> object | None:
@@ -312,6 +316,7 @@ class KafkaSink:
         return self._safe
 
     def in_flight(self) -> int:
+        """The records produced and not yet acknowledged by Kafka."""
         return sum(g.pending for g in self._groups)
 
     def idle(self) -> bool:
@@ -326,6 +331,8 @@ class KafkaSink:
         return self.safe_position()
 
     def raise_if_failed(self) -> None:
+        """Raise the delivery failure Kafka reported, if any: ``TerminalSinkError`` for a batch the broker refused as
+        too large, else ``TransientSinkError``."""
         if self._failure_detail is not None:
             raise TerminalSinkError(f"Kafka did not accept a record: {self._failure_detail}")
         if self._failure is not None:
@@ -349,6 +356,7 @@ class KafkaSink:
         return skipped
 
     def close(self, timeout_s: float = 10.0) -> None:
+        """Wait up to ``timeout_s`` for outstanding deliveries; the sink is not used afterwards."""
         self._producer.flush(timeout_s)
 
 

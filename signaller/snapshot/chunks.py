@@ -35,6 +35,7 @@ class ChunkTable:
 
     @property
     def qualified(self) -> str:
+        """The table's schema-qualified name, each part quoted as a SQL identifier."""
         return f"{quote_ident(self.schema)}.{quote_ident(self.name)}"
 
 

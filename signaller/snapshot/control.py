@@ -69,16 +69,21 @@ class SidecarControl:
 
     # -- called by other threads ----------------------------------------------------------
     def submit(self, signal: Signal) -> Future[SignalOutcome]:
+        """Queue ``signal`` for the capture loop (any thread; never blocks); the future resolves to its
+        ``SignalOutcome`` once the loop has applied or rejected it."""
         future: Future[SignalOutcome] = Future()
         self._queue.put((signal, future))
         return future
 
     def set_chunk_size(self, size: int) -> Future[SignalOutcome]:
+        """Queue a change of ``incremental.snapshot.chunk.size`` (any thread; never blocks); the future resolves to the
+        engine's answer, and an accepted size applies from the next chunk."""
         future: Future[SignalOutcome] = Future()
         self._queue.put((size, future))
         return future
 
     def status(self) -> SidecarStatus:
+        """The status the capture loop published last (any thread)."""
         with self._lock:
             return self._status
 
@@ -91,6 +96,7 @@ class SidecarControl:
             self._status = replace(self._status, streaming=False, last_error=error)
 
     def publish(self, status: SidecarStatus) -> None:
+        """Make ``status`` what ``status()`` returns from now on (capture loop only; replaces a reported error)."""
         with self._lock:
             self._status = status
 

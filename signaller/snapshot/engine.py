@@ -18,6 +18,10 @@ signal is matched with RE2 (``signaller.patterns``), in time linear in the table
 chunk SELECT read is either emitted or superseded by a streamed change; a table whose counts do not
 add up finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. Blocking snapshots read
 and emit one chunk at a time (memory bounded by two chunks).
+
+Its parts: ``tables`` (a queued table's schema plan and chunk description), ``blocking`` (blocking
+snapshots), ``status`` (progress figures and the status page), ``window`` (the DBLog buffer),
+``state`` (what survives a restart), ``source`` (the SQL side), ``notifications``.
 """
 
 from __future__ import annotations
@@ -25,8 +29,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,46 +49,21 @@ from signaller.signals.model import (
     WindowMarker,
 )
 from signaller.snapshot import notifications as notes
-from signaller.snapshot.chunks import ChunkTable
-from signaller.snapshot.control import SidecarStatus, TableProgress
-from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, TableInfo, VisibleSnapshot
+from signaller.snapshot.blocking import BlockingSnapshot, Emit, Notify
+from signaller.snapshot.control import SidecarStatus
+from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, VisibleSnapshot
 from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
+from signaller.snapshot.status import TableRuntime, build_status, key_text, progress_fields
+from signaller.snapshot.tables import PreparedTable, TableCatalog
 from signaller.snapshot.window import Window
 from signaller.sources.postgres.codecs import TypeModes
-from signaller.sources.postgres.reader import Change, RelationPlan, make_plan, row_from_tuple
+from signaller.sources.postgres.reader import Change, row_from_tuple
 from signaller.sources.postgres.relations import RelationCache
 
 log = logging.getLogger("signaller.snapshot")
 MAX_FINISHED = 100
 
-Emit = Callable[[Change], None]
-Notify = Callable[[notes.Notification], None]
 FilterCompiler = Callable[[str, dict[str, str]], str]
-
-
-@dataclass
-class _Prepared:
-    """A table ready for chunking: its schema plan and chunk SQL description."""
-
-    info: TableInfo
-    plan: RelationPlan
-    chunk: ChunkTable
-
-
-@dataclass
-class _Runtime:
-    """Per-table figures for the status page that need not survive a restart."""
-
-    chunk_from: str | None = None
-    chunk_to: str | None = None
-    estimated_rows: int | None = None
-    total_rows: int | None = None
-    rows_read: int = 0
-    rows_emitted: int = 0
-    rows_evicted: int = 0
-    chunks: int = 0
-    chunk_seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def row_identity(row: dict[str, Any], names: Sequence[str]) -> tuple[Hashable, ...] | None:
@@ -126,10 +104,6 @@ def _pattern(text: str, where: str, signal_id: str, *, ignore_case: bool = False
         raise SignalError(f"{where}: {exc}", signal_id) from None
 
 
-def _key_text(key: Key | None) -> str | None:
-    return None if key is None else ",".join("<null>" if v is None else v for v in key)
-
-
 class IncrementalSnapshotter:
     """See the module docstring. ``emit`` sends one READ change (in the current Kafka group);
     ``notify`` sends one notification; ``compile_filter`` validates and normalizes a filter."""
@@ -146,8 +120,8 @@ class IncrementalSnapshotter:
     ) -> None:
         self._config = config
         self._source = source
-        self._modes = modes
-        self._relations = relations
+        self._tables = TableCatalog(config, source, modes, relations)
+        self._blocking = BlockingSnapshot(source, self._tables.describe, emit, notify, config.topic_prefix)
         self._emit = emit
         self._notify = notify
         self._compile_filter = compile_filter
@@ -158,8 +132,8 @@ class IncrementalSnapshotter:
         self._chunk_end: Key | None = None
         self._pending_stops: list[tuple[str, ...]] = []
         self._need_chunk = False
-        self._prepared: dict[str, _Prepared] = {}
-        self._runtime: dict[str, _Runtime] = {}
+        self._prepared: dict[str, PreparedTable] = {}
+        self._runtime: dict[str, TableRuntime] = {}
         self._window_opened_at = 0.0
         self.rows_emitted = 0
         self._read_only = config.read_only
@@ -169,10 +143,14 @@ class IncrementalSnapshotter:
     # -- state ----------------------------------------------------------------------------
     @property
     def state(self) -> SnapshotState:
+        """The durable snapshot state as of now: immutable, a new object after each change, so the loop can store the
+        object current at a position together with that position."""
         return self._state
 
     @property
     def chunk_size(self) -> int:
+        """Rows per chunk SELECT: the size set by the API (kept in ``state``), else
+        ``incremental.snapshot.chunk.size``."""
         return self._state.chunk_size or self._config.incremental_snapshot_chunk_size
 
     def restore(self, state: SnapshotState | None) -> None:
@@ -182,14 +160,18 @@ class IncrementalSnapshotter:
         self._need_chunk = self._state.running and not self._state.paused
         if self._state.running:
             log.info("resuming incremental snapshot of %s after key %s%s",
-                     [q.table for q in self._state.queue], _key_text(self._state.last_key),
+                     [q.table for q in self._state.queue], key_text(self._state.last_key),
                      " (paused)" if self._state.paused else "")
 
     def set_channel_position(self, channel: str, position: Any) -> None:
+        """Record how far signal channel ``channel`` has been read; kept in ``state``, so a restart resumes the channel
+        there."""
         positions = {**self._state.channel_positions, channel: position}
         self._state = self._state.with_changes(channel_positions=positions)
 
     def set_chunk_size(self, size: int) -> SignalOutcome:
+        """Set the chunk size from the next chunk on (kept in ``state``); a size outside 1..1000000 is rejected and
+        changes nothing."""
         if not 1 <= size <= 1_000_000:
             return SignalOutcome("chunk-size", False, f"chunk size {size} out of range; accepted: 1..1000000")
         self._state = self._state.with_changes(chunk_size=size)
@@ -198,6 +180,7 @@ class IncrementalSnapshotter:
 
     @property
     def wants_chunk(self) -> bool:
+        """Whether the loop should call ``read_chunk`` now: a chunk is due and no window awaits its close marker."""
         return self._need_chunk and not self._window.pending
 
     # -- signals --------------------------------------------------------------------------
@@ -260,8 +243,8 @@ class IncrementalSnapshotter:
                 except SignalError as exc:
                     raise SignalError(f"filter for {table}: {exc.reason}", action.signal_id) from None
             if action.surrogate_key is not None:
-                self._check_surrogate(info, action.surrogate_key, action.signal_id)
-            elif not self._key_columns(info):
+                self._tables.check_surrogate(info, action.surrogate_key, action.signal_id)
+            elif not self._tables.key_columns(info):
                 # Debezium accepts the signal and skips the table when its turn comes
                 # (TABLE_SCAN_COMPLETED with status NO_PRIMARY_KEY); so does signaller, with a hint.
                 log.warning("signal %s: table %s has no primary key and will be skipped (NO_PRIMARY_KEY); give a "
@@ -269,7 +252,7 @@ class IncrementalSnapshotter:
                             action.signal_id, table)
             queued.append(QueuedTable(str(table), normalized, action.surrogate_key, action.signal_id))
         if action.snapshot_type == "blocking":
-            self._blocking(action, queued)
+            self.rows_emitted += self._blocking.run(queued, self.chunk_size)
             return
         was_running = self._state.running
         self._state = self._state.with_changes(queue=self._state.queue + tuple(queued),
@@ -281,23 +264,6 @@ class IncrementalSnapshotter:
             if not self._state.paused:
                 self._need_chunk = True
         log.info("incremental snapshot %s queued %s", action.signal_id, [q.table for q in queued])
-
-    def _check_surrogate(self, info: TableInfo, column: str, signal_id: str) -> None:
-        if column not in info.sql_types:
-            raise SignalError(f"surrogate-key {column!r} is not a column of {info.table_id}; columns: "
-                              f"{', '.join(info.sql_types)}", signal_id)
-        if column not in info.not_null or column not in info.unique_columns:
-            raise SignalError(f"surrogate-key {column!r} of {info.table_id} must be NOT NULL and have a unique "
-                              "index, or chunks could skip or repeat rows", signal_id)
-        if not self._config.is_column_captured(info.table_id.schema, info.table_id.table, column):
-            raise SignalError(f"surrogate-key {column!r} of {info.table_id} is not a captured column (see "
-                              "column.include.list/column.exclude.list): streamed changes must carry it to be "
-                              "matched against the rows of a snapshot chunk; accepted: a captured unique NOT "
-                              "NULL column", signal_id)
-
-    def _key_columns(self, info: TableInfo) -> tuple[str, ...]:
-        override = self._config.key_columns_for(info.table_id.schema, info.table_id.table)
-        return tuple(override) if override else info.primary_key
 
     def stop_snapshot(self, action: StopSnapshot) -> None:
         """The ``stop-snapshot`` action (``ActionHandler``)."""
@@ -383,7 +349,7 @@ class IncrementalSnapshotter:
         prepared = self._prepared.get(head.table) if head else None
         if head is None or prepared is None:
             return
-        runtime = self._runtime.setdefault(head.table, _Runtime())
+        runtime = self._runtime.setdefault(head.table, TableRuntime())
         runtime.rows_emitted += len(rows)
         runtime.rows_evicted += evicted
         last_commit, lsn = position
@@ -431,7 +397,7 @@ class IncrementalSnapshotter:
         if self._fill_window(chunk_id):
             self._window.open(chunk_id)
 
-    def _select(self, prepared: _Prepared, lower: Key | None) -> list[tuple[str | None, ...]]:
+    def _select(self, prepared: PreparedTable, lower: Key | None) -> list[tuple[str | None, ...]]:
         if not self._read_only:
             return self._source.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
         rows, visible, high = self._source.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
@@ -449,7 +415,7 @@ class IncrementalSnapshotter:
                 started = time.monotonic()
                 lower = self._chunk_end
                 rows = self._select(prepared, lower)
-                runtime = self._runtime.setdefault(head.table, _Runtime())
+                runtime = self._runtime.setdefault(head.table, TableRuntime())
                 runtime.chunks += 1
                 runtime.chunk_seconds = time.monotonic() - started
             except (ChunkQueryError, SourceError) as exc:
@@ -475,44 +441,19 @@ class IncrementalSnapshotter:
                   runtime.rows_read - runtime.rows_emitted - runtime.rows_evicted)
         return "SQL_EXCEPTION"
 
-    def _describe(self, queued: QueuedTable) -> _Prepared | str:
-        """The table's current schema plan and chunk SQL description, or the Debezium status
-        (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``) under which it must be skipped."""
-        table_id = TableId.parse(queued.table)
-        info = self._source.describe(table_id)
-        if info is None:
-            return "UNKNOWN_SCHEMA"
-        keys = (queued.surrogate_key,) if queued.surrogate_key else self._key_columns(info)
-        if not keys:
-            return "NO_PRIMARY_KEY"
-        self._relations.apply_relation(info.relation)
-        schema = self._relations.schema(info.oid)
-        plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
-        emitted = {name for _, name, _, _ in plan.slots}
-        missing = [k for k in keys if k not in emitted]
-        if missing:
-            log.warning("snapshot of %s skipped (NO_PRIMARY_KEY): chunk key column(s) %s are not in the change "
-                        "events (column filters or an unsupported type), so streamed changes could not be "
-                        "matched against a chunk's rows", table_id, ", ".join(missing))
-            return "NO_PRIMARY_KEY"
-        columns = tuple(c.name for c in plan.schema.columns)
-        chunk = ChunkTable(table_id.schema, table_id.table, columns,
-                           tuple((k, info.sql_types[k]) for k in keys), queued.filter)
-        return _Prepared(info, plan, chunk)
-
-    def _prepare(self, head: QueuedTable) -> _Prepared | None:
+    def _prepare(self, head: QueuedTable) -> PreparedTable | None:
         """Schema and max key of the head table (once per table); None if it was skipped."""
         prepared = self._prepared.get(head.table)
         if prepared is None:
-            found = self._describe(head)
+            found = self._tables.describe(head)
             if isinstance(found, str):
                 self._finish_table(found)
                 return None
             prepared = found
             self._prepared[head.table] = prepared
-            self._runtime.setdefault(head.table, _Runtime()).estimated_rows = prepared.info.estimated_rows
+            self._runtime.setdefault(head.table, TableRuntime()).estimated_rows = prepared.info.estimated_rows
         if self._state.max_key is None:
-            runtime = self._runtime.setdefault(head.table, _Runtime())
+            runtime = self._runtime.setdefault(head.table, TableRuntime())
             runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
             max_key = self._source.max_key(prepared.chunk)
             if max_key is None:
@@ -525,7 +466,7 @@ class IncrementalSnapshotter:
             self._state = self._state.with_changes(max_key=max_key, queue=queue)
         return prepared
 
-    def _total_rows(self, prepared: _Prepared, head: QueuedTable, max_key: Key) -> int | None:
+    def _total_rows(self, prepared: PreparedTable, head: QueuedTable, max_key: Key) -> int | None:
         """Debezium's ``total_rows``: the planner's estimate (``pg_class.reltuples``) when there is no
         filter and it is positive, else an exact count up to the maximum key; None if that fails."""
         estimate = prepared.info.estimated_rows
@@ -537,17 +478,7 @@ class IncrementalSnapshotter:
             log.warning("could not count the rows of %s (progress will omit totals): %s", head.table, exc)
             return None
 
-    def _progress(self, table: str) -> dict[str, str]:
-        """``total_rows``, ``total_chunks`` and ``chunk_index`` of IN_PROGRESS (as Debezium 3.7)."""
-        runtime = self._runtime.get(table)
-        if runtime is None or runtime.total_rows is None:
-            return {}
-        size = self.chunk_size
-        total_chunks = -(-runtime.total_rows // size)
-        index = min(-(-runtime.rows_read // size), total_chunks)
-        return {"total_rows": str(runtime.total_rows), "total_chunks": str(total_chunks), "chunk_index": str(index)}
-
-    def _buffer(self, chunk_id: str, head: QueuedTable, prepared: _Prepared, rows: list[tuple[str | None, ...]],
+    def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable, rows: list[tuple[str | None, ...]],
                 lower: Key | None) -> None:
         width = len(prepared.chunk.columns)
         keys = tuple(name for name, _ in prepared.chunk.key)
@@ -559,14 +490,15 @@ class IncrementalSnapshotter:
         self._window_evicted = 0
         self._window.fill(chunk_id, str(prepared.info.table_id), converted)
         self._chunk_end = tuple(rows[-1][width:])
-        runtime = self._runtime.setdefault(head.table, _Runtime())
-        runtime.chunk_from, runtime.chunk_to = _key_text(lower), _key_text(self._chunk_end)
+        runtime = self._runtime.setdefault(head.table, TableRuntime())
+        runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
         runtime.rows_read += len(rows)
         self._notify(notes.make(
             "IN_PROGRESS", self._state.correlation_id, self._config.topic_prefix,
             data_collections=self._collections(), current_collection_in_progress=head.table,
-            maximum_key=_key_text(self._state.max_key) or '"<null>"',
-            last_processed_key=_key_text(self._chunk_end) or "", **self._progress(head.table),
+            maximum_key=key_text(self._state.max_key) or '"<null>"',
+            last_processed_key=key_text(self._chunk_end) or "",
+            **progress_fields(self._runtime.get(head.table), self.chunk_size),
         ))
 
     def _finish_table(self, status: str, *, announce: bool = True) -> None:
@@ -620,99 +552,7 @@ class IncrementalSnapshotter:
             self._notify(notes.make("ABORTED", correlation, self._config.topic_prefix,
                                     data_collections=",".join(q.table for q in stopped)))
 
-    # -- blocking snapshots ---------------------------------------------------------------
-    def _blocking(self, action: ExecuteSnapshot, tables: list[QueuedTable]) -> None:
-        """Read the tables while streaming waits (the caller does not poll the log), one chunk at a
-        time: a chunk is emitted once the next one was read (to know which row is a table's last), so
-        at most two chunks are in memory. A failed read ends that table with ``SQL_EXCEPTION`` and
-        the snapshot goes on with the next table."""
-        prefix = self._config.topic_prefix
-        names = ",".join(q.table for q in tables)
-        self._notify(notes.make("STARTED", None, prefix, notes.INITIAL, data_collections=names))
-        for index, queued in enumerate(tables):
-            try:
-                found = self._describe(queued)
-            except SourceError as exc:
-                found = "SQL_EXCEPTION"
-                log.warning("blocking snapshot of %s failed: %s", queued.table, exc)
-            if isinstance(found, str):
-                log.warning("blocking snapshot of %s skipped: %s", queued.table, found)
-                continue
-            emitted, status = self._blocking_table(found, index, len(tables))
-            self.rows_emitted += emitted
-            self._notify(notes.make("TABLE_SCAN_COMPLETED", None, prefix, notes.INITIAL,
-                                    scanned_collection=queued.table, total_rows_scanned=str(emitted),
-                                    status=status))
-        self._notify(notes.make("COMPLETED", None, prefix, notes.INITIAL))
-
-    def _blocking_table(self, prepared: _Prepared, table_index: int, tables: int) -> tuple[int, str]:
-        """Emit every row of one table with Debezium's snapshot flags; (rows emitted, status)."""
-        table_id, plan, width = prepared.info.table_id, prepared.plan, len(prepared.chunk.columns)
-        chunks = self._blocking_chunks(prepared.chunk)
-        emitted = 0
-        try:
-            current = next(chunks, [])
-            while current:
-                following = next(chunks, [])
-                for offset, values in enumerate(current):
-                    is_last = not following and offset == len(current) - 1
-                    flag = self._blocking_flag(table_index, tables, emitted, is_last)
-                    now_us = time.time_ns() // 1000
-                    row = row_from_tuple(plan, values[:width])
-                    event = ChangeEvent(Op.READ, table_id, None, row, None, None, None, None, now_us, flag)
-                    self._emit(Change(event, plan))
-                    emitted += 1
-                current = following
-        except (ChunkQueryError, SourceError) as exc:
-            log.warning("blocking snapshot of %s failed after %d rows: %s", table_id, emitted, exc)
-            return emitted, "SQL_EXCEPTION"
-        return emitted, "SUCCEEDED"
-
-    def _blocking_chunks(self, chunk: ChunkTable) -> Iterator[list[tuple[str | None, ...]]]:
-        """The table's rows in chunk-key order, one non-empty chunk (raw SELECT rows) at a time."""
-        width = len(chunk.columns)
-        lower: Key | None = None
-        while True:
-            size = self.chunk_size
-            batch = self._source.read_chunk(chunk, lower, None, size)
-            if batch:
-                yield batch
-            if len(batch) < size:
-                return
-            lower = tuple(batch[-1][width:])
-
-    @staticmethod
-    def _blocking_flag(table_index: int, tables: int, position: int, is_last: bool) -> str:
-        """Debezium's ``source.snapshot`` of a blocking/initial READ: ``first`` (first row of the first
-        table), ``last`` (last row of the last table), ``first_in_data_collection``,
-        ``last_in_data_collection``, else ``true``."""
-        last_table = table_index == tables - 1
-        if table_index == 0 and position == 0:
-            return "first"
-        if last_table and is_last:
-            return "last"
-        if position == 0:
-            return "first_in_data_collection"
-        if is_last:
-            return "last_in_data_collection"
-        return "true"
-
     # -- status ---------------------------------------------------------------------------
     def status(self) -> SidecarStatus:
-        tables: list[TableProgress] = []
-        for done in self._state.finished:
-            state = {"SUCCEEDED": "completed", "EMPTY": "completed", "ABORTED": "aborted"}.get(done.status, "skipped")
-            tables.append(TableProgress(done.table, state, done.rows, None, None, None, None, done.status,  # type: ignore[arg-type]
-                                        done.started_at, done.ended_at, done.correlation_id, done.filter))
-        for index, queued in enumerate(self._state.queue):
-            runtime = self._runtime.get(queued.table, _Runtime())
-            if index == 0:
-                state = "paused" if self._state.paused else "running"
-                tables.append(TableProgress(queued.table, state, queued.rows, runtime.estimated_rows,  # type: ignore[arg-type]
-                                            runtime.chunk_from, runtime.chunk_to, _key_text(self._state.max_key),
-                                            None, queued.started_at, None, queued.correlation_id, queued.filter))
-            else:
-                tables.append(TableProgress(queued.table, "queued", 0, runtime.estimated_rows,
-                                            correlation_id=queued.correlation_id, filter=queued.filter))
-        return SidecarStatus(running=self._state.running, paused=self._state.paused, chunk_size=self.chunk_size,
-                             correlation_id=self._state.correlation_id, tables=tuple(tables))
+        """The snapshot part of the status page, as of now (``status.build_status``)."""
+        return build_status(self._state, self._runtime, self.chunk_size)

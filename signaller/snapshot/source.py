@@ -51,6 +51,7 @@ class VisibleSnapshot:
 
     @classmethod
     def parse(cls, text: str) -> VisibleSnapshot:
+        """Parse ``pg_current_snapshot()``'s text ``xmin:xmax:xip,...``; ``ValueError`` if it has another form."""
         xmin, xmax, xip = text.split(":")
         return cls(int(xmin), int(xmax), frozenset(int(x) for x in xip.split(",") if x))
 
@@ -108,6 +109,7 @@ class PostgresChunkSource:
         return cursor
 
     def close(self) -> None:
+        """Close the connection if one is open; never raises, and the next query connects again."""
         with contextlib.suppress(Exception):
             if self._conn is not None:
                 self._conn.close()
@@ -127,6 +129,8 @@ class PostgresChunkSource:
 
     # -- tables ---------------------------------------------------------------------------
     def tables(self) -> list[TableId]:
+        """Every user table (ordinary and partitioned) in the database, sorted; ``SourceError`` if the catalog cannot be
+        read."""
         rows = self._run("listing tables", TABLES_QUERY, TABLES_PARAMS)
         return [TableId(s, t) for s, t in rows]
 
@@ -180,6 +184,8 @@ class PostgresChunkSource:
 
     # -- reads ----------------------------------------------------------------------------
     def max_key(self, table: ChunkTable) -> Key | None:
+        """The chunk key of the table's last row in key order (within its filter), None if no row matches;
+        ``ChunkQueryError`` if the query fails."""
         try:
             rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table),
                              raw=True)
@@ -198,6 +204,8 @@ class PostgresChunkSource:
 
     def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None,
                    limit: int) -> list[tuple[str | None, ...]]:
+        """At most ``limit`` rows with ``lower < key <= upper`` (a None bound is open) in key order, every value as its
+        type's text: the table's columns, then the chunk-key values; ``ChunkQueryError`` if the query fails."""
         sql = chunk_query(table, lower, upper, limit)
         try:
             return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, raw=True)

@@ -34,6 +34,10 @@ class QueuedTable:
 
 @dataclass(frozen=True)
 class FinishedTable:
+    """A table whose snapshot ended, as the status page lists it: Debezium's status (``SUCCEEDED``, ``EMPTY``,
+    ``ABORTED``, ``SQL_EXCEPTION``, ``NO_PRIMARY_KEY``, ``UNKNOWN_SCHEMA``), the rows emitted, and epoch-second
+    times."""
+
     table: str
     status: str
     rows: int
@@ -59,16 +63,21 @@ class SnapshotState:
 
     @property
     def running(self) -> bool:
+        """Whether a snapshot is under way (a table is queued or being read), paused or not."""
         return bool(self.queue)
 
     def with_changes(self, **changes: Any) -> SnapshotState:
+        """A copy with ``changes`` applied (the state itself never changes)."""
         return replace(self, **changes)
 
     def to_offset(self) -> dict[str, Any]:
+        """The state as JSON-ready data for the offset record; ``from_offset`` reads it back."""
         return asdict(self)
 
     @classmethod
     def from_offset(cls, data: dict[str, Any] | None) -> SnapshotState | None:
+        """The state ``to_offset`` stored (absent fields take their defaults), or None for no data; ``StateError`` if
+        the data is not a stored state."""
         if data is None:
             return None
         try:

@@ -25,6 +25,9 @@ Row = TypeVar("Row")
 
 
 class Window(Generic[Row]):
+    """The rows of one chunk between its watermarks (see the module docstring); ``Row`` is the caller's row type. Pure
+    logic, used from one thread."""
+
     def __init__(self) -> None:
         self.chunk_id: str | None = None
         self.table: str | None = None
@@ -46,9 +49,12 @@ class Window(Generic[Row]):
         self.fill(chunk_id, "", ())
 
     def matches(self, marker_id: str) -> bool:
+        """Whether ``marker_id`` belongs to the buffered chunk (it starts with the chunk id)."""
         return self.chunk_id is not None and marker_id.startswith(self.chunk_id)
 
     def open(self, marker_id: str) -> bool:
+        """The chunk's open marker came back: from now on streamed changes evict its rows; False, changing nothing, for
+        a marker of another chunk."""
         if not self.matches(marker_id):
             return False
         self.is_open = True

@@ -20,6 +20,9 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class Offsets:
+    """One offset record: the resume position (``lsn``, see the module docstring), Debezium's other offset keys, and the
+    snapshot state (``SnapshotState.to_offset``), None when no snapshot runs."""
+
     lsn: int
     lsn_commit: int | None = None
     tx_id: int | None = None
@@ -27,6 +30,8 @@ class Offsets:
     snapshot: dict[str, Any] | None = field(default=None)
 
     def to_json(self) -> bytes:
+        """The record as stored: JSON with ``format_version``, leaving out the keys that are None; ``from_json`` reads
+        it back."""
         body: dict[str, Any] = {"format_version": FORMAT_VERSION, "lsn": self.lsn}
         for name, value in (("lsn_commit", self.lsn_commit), ("txId", self.tx_id), ("ts_usec", self.ts_usec)):
             if value is not None:

@@ -25,11 +25,16 @@ from signaller.state.offsets import Offsets
 
 
 class OffsetStore(Protocol):
-    def load(self) -> Offsets | None: ...
+    """Where the offset record lives (see the module docstring); used from the capture loop's thread only."""
 
-    def commit(self, offsets: Offsets) -> None: ...
+    def load(self) -> Offsets | None:
+        """The last committed record, or None if nothing was committed; ``StateError`` if it cannot be read."""
 
-    def close(self) -> None: ...
+    def commit(self, offsets: Offsets) -> None:
+        """Store ``offsets``, returning only once the record is durable; raises if it may not be."""
+
+    def close(self) -> None:
+        """Release the store's resources; the store is not used afterwards."""
 
 
 class FileOffsetStore:
@@ -39,6 +44,7 @@ class FileOffsetStore:
         self.path = Path(path)
 
     def load(self) -> Offsets | None:
+        """The committed offsets, or None when the file does not exist; ``StateError`` if it is not a record."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -46,6 +52,8 @@ class FileOffsetStore:
         return Offsets.from_json(data, str(self.path))
 
     def commit(self, offsets: Offsets) -> None:
+        """Write ``offsets`` to a temporary file, fsync it and rename it over the file: a crash leaves the old record or
+        the new one, whole."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".offsets-")
         try:
@@ -64,6 +72,7 @@ class FileOffsetStore:
             os.close(dir_fd)
 
     def close(self) -> None:
+        """Nothing to release: every commit closes its file."""
         return None
 
 
@@ -96,6 +105,8 @@ class KafkaOffsetStore:
                 raise TransientError(msg) from exc
 
     def load(self) -> Offsets | None:
+        """The newest record under the connector's key (else under a key earlier versions wrote), None when there is
+        none; creates the topic if missing; ``TransientError`` if Kafka cannot be read in time."""
         self._ensure_topic()
         consumer = Consumer({**self._client, "group.id": f"signaller-offsets-{uuid.uuid4().hex}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest"})
@@ -128,6 +139,8 @@ class KafkaOffsetStore:
             consumer.close()
 
     def commit(self, offsets: Offsets) -> None:
+        """Produce ``offsets`` under the connector's key and return once Kafka acknowledged it (acks=all); raises if it
+        did not."""
         if self._producer is None:
             self._producer = Producer({**self._client, "enable.idempotence": True, "acks": "all"})
         errors: list[KafkaError] = []
@@ -138,6 +151,7 @@ class KafkaOffsetStore:
             raise TransientError(msg)
 
     def close(self) -> None:
+        """Flush the producer (up to 10 s), if one was made."""
         if self._producer is not None:
             self._producer.flush(10)
 

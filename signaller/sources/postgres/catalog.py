@@ -52,6 +52,7 @@ def connect(dsn: str, doing: str = "connecting", **kwargs: Any) -> Any:
 
 @contextlib.contextmanager
 def cursor(conn: Any, doing: str) -> Iterator[Any]:
+    """A cursor on ``conn`` whose driver errors become ``SourceError``s naming ``doing`` (see ``translate``)."""
     try:
         with conn.cursor() as cur:
             yield cur
@@ -61,6 +62,9 @@ def cursor(conn: Any, doing: str) -> Iterator[Any]:
 
 @dataclass(frozen=True)
 class SlotState:
+    """A replication slot as ``pg_replication_slots`` shows it; ``exists`` is False (and the rest None) when there is no
+    such slot."""
+
     exists: bool
     active_pid: int | None = None
     confirmed_flush_lsn: int | None = None
@@ -75,6 +79,7 @@ class Catalog:
         self._conn = connect(dsn, "connecting for catalog queries")
 
     def close(self) -> None:
+        """Close the connection; never raises."""
         with contextlib.suppress(psycopg2.Error):
             self._conn.close()
 
@@ -96,14 +101,17 @@ class Catalog:
             raise TerminalSourceError(msg)
 
     def server_version(self) -> int:
+        """The server's ``server_version_num`` (e.g. 160004 for 16.4)."""
         return int(self._rows("SHOW server_version_num")[0][0])
 
     # -- tables ---------------------------------------------------------------------------
     def tables(self) -> list[TableId]:
+        """Every user table (ordinary and partitioned) in the database, sorted."""
         rows = self._rows(TABLES_QUERY, TABLES_PARAMS, "listing tables")
         return [TableId(schema, table) for schema, table in rows]
 
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
+        """The table's primary-key columns in key order; empty when it has no primary key."""
         rows = self._rows(
             "SELECT a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -133,6 +141,7 @@ class Catalog:
         return out
 
     def not_null_columns(self, namespace: str, table: str) -> set[str]:
+        """The names of the table's columns declared NOT NULL."""
         rows = self._rows(
             "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
@@ -198,6 +207,7 @@ class Catalog:
             self._rows(f"ALTER PUBLICATION {publication} SET TABLE {quoted}", doing="altering the publication")
 
     def slot_state(self, slot: str) -> SlotState:
+        """The state of replication slot ``slot`` (``exists=False`` when there is none)."""
         rows = self._rows(
             "SELECT active_pid, confirmed_flush_lsn::text, plugin FROM pg_replication_slots WHERE slot_name = %s",
             (slot,),
@@ -220,6 +230,7 @@ class Catalog:
         return state
 
     def drop_slot(self, slot: str) -> None:
+        """Drop replication slot ``slot`` if it exists (nothing happens otherwise); ``SourceError`` if it is in use."""
         self._rows("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
                    (slot,), doing=f"dropping replication slot {slot!r}")
 

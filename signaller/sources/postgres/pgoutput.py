@@ -183,10 +183,12 @@ class Truncate:
 
     @property
     def cascade(self) -> bool:
+        """Whether the TRUNCATE was ``CASCADE``."""
         return bool(self.options & TRUNCATE_CASCADE)
 
     @property
     def restart_identity(self) -> bool:
+        """Whether the TRUNCATE was ``RESTART IDENTITY``."""
         return bool(self.options & TRUNCATE_RESTART_IDENTITY)
 
 

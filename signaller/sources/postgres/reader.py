@@ -102,6 +102,7 @@ class Change:
 
     @property
     def event(self) -> ChangeEvent:
+        """The change as a ``ChangeEvent``; a streamed change builds it on first use from its transaction."""
         event = self._event
         if event is None:
             tx = self.tx
@@ -149,6 +150,7 @@ Item = Change | TxBegin | TxCommit | LogicalMessage
 
 
 def modes_of(config: SignallerConfig) -> TypeModes:
+    """The type-conversion modes (decimal, time, binary, interval handling) ``config`` selects."""
     return TypeModes(
         decimal_handling=config.decimal_handling_mode.value,
         time_precision=config.time_precision_mode.value,
@@ -252,6 +254,7 @@ class PostgresLogReader:
         log.info("streaming from slot %s after %s", self._config.slot_name, format_lsn(start_lsn))
 
     def close(self) -> None:
+        """Close the replication connection, if any; never raises, and ``open`` may be called again."""
         with contextlib.suppress(Exception):
             if self._conn is not None:
                 self._conn.close()

@@ -89,7 +89,8 @@ class TypeResolver(Protocol):
     it is memoized per OID by :class:`RelationCache`.
     """
 
-    def __call__(self, type_oid: int) -> ResolvedType: ...
+    def __call__(self, type_oid: int) -> ResolvedType:
+        """The type with OID ``type_oid``; ``SourceError`` if the catalog cannot say."""
 
 
 NotNullColumns: TypeAlias = Callable[[str, str], AbstractSet[str]]
