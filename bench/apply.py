@@ -97,10 +97,11 @@ PHASE_NOTES = {
     "decode": "a large batch: payload and row JSON parse, type conversions, decimal UDFs, the batch's counts",
     "dead_letters": "a large batch: writing dead letters",
     "ddl": "a large batch: CREATE/ALTER TABLE when the schema changed",
-    "order_dedup": "a large batch: newest event per key (window), minus events older than a kept tombstone; "
-                   "materialized (without deletes this work runs inside the MERGE)",
+    "order_dedup": "a large batch: newest event per key (window), minus events older than a kept tombstone, "
+                   "split by shape (append / merge), materialized, counted",
     "tombstones": "a large batch: the tombstone table's MERGE",
-    "merge": "a large batch: the target table's MERGE, all of it",
+    "append": "a large batch: the plain Delta append of the rows whose keys are provably new",
+    "merge": "a large batch: the target table's MERGE of the other rows, all of it",
     "tombstone_gc": "a large batch: removing expired tombstones",
     "other": "a large batch: time outside the phases above",
     "total": "a large batch, wall time",
@@ -199,6 +200,21 @@ class _Events:
             if i % 100 == 99:
                 self.last_commit = self.lsn + 32
         self.last_commit = self.lsn + 32
+        return out
+
+    def reads(self, keys: range, chunk: int = 4096) -> list[tuple[bytes | None, bytes | None]]:
+        """An incremental snapshot of ``keys`` as the sidecar emits it: ``r`` events in key order,
+        each chunk at its window's stream position (``source.sequence``)."""
+        out: list[tuple[bytes | None, bytes | None]] = []
+        for i, key in enumerate(keys):
+            if i % chunk == 0:
+                self.lsn += 64
+            row = {"id": key, "v": key % 1000, "note": f"row {key}", "stamp_us": None}
+            commit_ts = 1_700_000_000_000_000 + self.lsn // 1000
+            event = ChangeEvent(Op.READ, self.table_id, None, row, self.lsn, None, self.last_commit, None, commit_ts,
+                                "incremental")
+            out.append((self.serializer.serialize_key(row), self.serializer.serialize_value(event,
+                                                                                             ts_us_now=commit_ts)))
         return out
 
     @property
@@ -361,13 +377,14 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, cached: Path,
-                    log: Any, detail: list[dict[str, Any]]) -> list[dict[str, float]]:
+                    log: Any, detail: list[dict[str, Any]], deletion_vectors: bool = False,
+                    runs: int | None = None) -> list[dict[str, float]]:
     """One copy of the cached table and one ``BatchApplier``: a warm-up batch, then per run
     ``batches_small`` batches of ``small`` changes and ``batches_large`` of ``large``. Appends every
     batch's report (phases, Spark work, Delta commits) to ``detail``."""
     events = _Events(f"bench-apply-{uuid.uuid4().hex[:8]}", options.rows)
     plan: list[tuple[str, int]] = [("warmup", options.warmup)]
-    for index in range(options.runs):
+    for index in range(options.runs if runs is None else runs):
         plan += [(f"{index}:small", options.small)] * options.batches_small
         plan += [(f"{index}:large", options.large)] * options.batches_large
     records: list[tuple[bytes | None, bytes | None]] = []
@@ -386,7 +403,7 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
         del records
         shutil.copytree(cached, root / "public" / TABLE)
         seen = worker.send({"cmd": "batches", "bootstrap_servers": settings.bootstrap_servers, "topic": events.topic,
-                            "target_root": str(root), "batches": batches})
+                            "target_root": str(root), "batches": batches, "deletion_vectors": deletion_vectors})
         timings: dict[str, float] = defaultdict(float)
         phases: dict[str, list[dict[str, float]]] = defaultdict(list)
         results = []
@@ -394,7 +411,8 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             report, seen = worker.next_report(("batch",), seen, 1800, f"apply batch {label}")
             timings[label] += report["seconds"]
             phases[label].append(batch_phases(report))
-            detail.append({"label": label, "seconds": round(report["seconds"], 3), "phases_ms": phases[label][-1],
+            detail.append({"label": label + (" dv" if deletion_vectors else ""), "seconds": round(report["seconds"], 3),
+                           "phases_ms": phases[label][-1],
                            "spark": report.get("spark", {}), "delta": report.get("delta", {})})
             last_of_run = number + 1 == len(batches) or batches[number + 1][0].split(":")[0] != label.split(":")[0]
             if not last_of_run:
@@ -406,7 +424,8 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             result = {"small": options.small * options.batches_small / timings[f"{index}:small"],
                       "large": options.large * options.batches_large / timings[f"{index}:large"]}
             result.update({f"phase:{k}": v for k, v in _mean(phases[f"{index}:large"]).items()})
-            log(f"  throughput run {index + 1}/{options.runs}: {result['small']:,.0f} changes/s in batches of "
+            dv = " (deletion vectors)" if deletion_vectors else ""
+            log(f"  throughput run {index + 1}{dv}: {result['small']:,.0f} changes/s in batches of "
                 f"{options.small:,}, {result['large']:,.0f} in batches of {options.large:,}")
             breakdown = _mean(phases[f"{index}:large"])
             log("    a large batch, ms: " + ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items()))
@@ -419,6 +438,48 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
         shutil.rmtree(root, ignore_errors=True)
         _admin_topics(settings, delete=[events.topic])
     return results
+
+
+def snapshot_runs(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, log: Any,
+                  detail: list[dict[str, Any]]) -> dict[str, float]:
+    """An incremental snapshot of ``rows`` keys (``r`` events, key order) applied in batches of
+    ``large`` into an empty table (the job creates it: the backfill), then the same snapshot again
+    (the same records re-sent: later offsets, so newer) into the now full table (the re-snapshot).
+    Returns rows/s of each and the row count check."""
+    events = _Events(f"bench-apply-snap-{uuid.uuid4().hex[:8]}", options.rows)
+    records = events.reads(range(1, options.rows + 1))
+    batches: list[tuple[str, int, int]] = []
+    for label, base in (("backfill", 0), ("resnapshot", len(records))):
+        for start in range(0, len(records), options.large):
+            batches.append((label, base + start, base + min(start + options.large, len(records))))
+    _admin_topics(settings, create=[events.topic])
+    root = Path(tempfile.mkdtemp(prefix="bench_apply_snap_"))
+    try:
+        t0 = time.monotonic()
+        _produce(settings, events.topic, records + records)
+        log(f"  produced {2 * len(records):,} snapshot records in {time.monotonic() - t0:.0f}s")
+        del records
+        seen = worker.send({"cmd": "batches", "bootstrap_servers": settings.bootstrap_servers, "topic": events.topic,
+                            "target_root": str(root), "batches": batches})
+        seconds: dict[str, float] = defaultdict(float)
+        phases: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for label, _, _ in batches:
+            report, seen = worker.next_report(("batch",), seen, 1800, f"snapshot batch {label}")
+            seconds[label] += report["seconds"]
+            phases[label].append(batch_phases(report))
+            detail.append({"label": label, "seconds": round(report["seconds"], 3), "phases_ms": phases[label][-1],
+                           "spark": report.get("spark", {}), "delta": report.get("delta", {})})
+        done, _ = worker.next_report(("batches_done",), seen, 600, "the row count")
+        if done["rows"] != options.rows or done["dead_letters"]:
+            raise RuntimeError(f"apply snapshot: {done}; expected {options.rows} rows and no dead letters")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        _admin_topics(settings, delete=[events.topic])
+    out = {label: options.rows / seconds[label] for label in ("backfill", "resnapshot")}
+    for label in ("backfill", "resnapshot"):
+        log(f"  {label}: {options.rows:,} rows in {seconds[label]:.1f}s = {out[label]:,.0f} rows/s; a batch, ms: "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in _mean(phases[label]).items()))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -684,6 +745,8 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         cached = cached_table(settings, worker, options.rows, log)
         detail: list[dict[str, Any]] = []
         tput = throughput_runs(settings, options, worker, cached, log, detail)
+        tput_dv = throughput_runs(settings, options, worker, cached, log, detail, deletion_vectors=True, runs=1)
+        snap = snapshot_runs(settings, options, worker, log, detail)
         e2e, session = e2e_session(settings, options, worker, cached)
         for index, result in enumerate(e2e):
             log(f"  e2e window {index + 1}/{options.runs}: p50 {result['p50_ms']:,.0f} ms, "
@@ -716,6 +779,19 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
                                    note=f"= changes_per_s_{large}"),
         "warmup_batch_s": summarize([tput[0]["warmup_s"]], "s", digits=1,
                                     note=f"the first batch ({options.warmup:,} changes) of a fresh BatchApplier"),
+        f"changes_per_s_{large}_dv": summarize(col(tput_dv, "large"), "changes/s", digits=0,
+                                               note=f"as changes_per_s_{large}, the table with deletion vectors "
+                                                    "(deletion_vectors: true; one run)"),
+        f"changes_per_s_{small}_dv": summarize(col(tput_dv, "small"), "changes/s", digits=0,
+                                               note=f"as changes_per_s_{small}, with deletion vectors (one run)"),
+        "changes_per_s_dv": summarize(col(tput_dv, "large"), "changes/s", digits=0,
+                                      note=f"= changes_per_s_{large}_dv"),
+        "backfill_rows_per_s": summarize([snap["backfill"]], "rows/s", digits=0,
+                                         note=f"an incremental snapshot of {options.rows:,} rows (r events) into an "
+                                              f"empty table, batches of {options.large:,}"),
+        "resnapshot_rows_per_s": summarize([snap["resnapshot"]], "rows/s", digits=0,
+                                           note=f"the same snapshot again into the full table, batches of "
+                                                f"{options.large:,}"),
         **_phase_figures(tput),
         "e2e_p50_ms": summarize(col(e2e, "p50_ms"), "ms", digits=0),
         "e2e_p99_ms": summarize(col(e2e, "p99_ms"), "ms", digits=0),

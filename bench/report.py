@@ -214,6 +214,10 @@ def chart_panels(document: dict[str, Any]) -> list[Panel]:
             ("snapshot, chunk 1024\nrows/s", [(SIGNALLER, "snapshot.rows_per_s"),
                                               (DEBEZIUM, "snapshot.debezium_rows_per_s"),
                                               ("COPY", "snapshot.copy_rows_per_s")]),
+            ("apply to Delta\nchanges/s", [(SIGNALLER, "apply.changes_per_s"),
+                                           ("deletion vectors", "apply.changes_per_s_dv")]),
+            ("apply backfill\nrows/s", [(SIGNALLER, "apply.backfill_rows_per_s")]),
+            ("apply re-snapshot\nrows/s", [(SIGNALLER, "apply.resnapshot_rows_per_s")]),
         ]),
         ("Latency p99, commit → consumer (log scale)", "ms", True, [
             (f"streaming\nat {k}/s", [(SIGNALLER, f"streaming.p99_ms_at_{k}"),

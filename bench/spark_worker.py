@@ -1,7 +1,8 @@
 """The apply job under test, in a process of its own: ``python -m bench.spark_worker JARS_DIR``.
 
 One SparkSession (``spark_jobs.session.build_session``: ``local[2]``, the job's default Spark
-settings, Delta and Kafka jars from ``JARS_DIR``) serving commands read from stdin, one JSON object
+settings but a 1g driver heap (``DRIVER_MEMORY``), Delta and Kafka jars from ``JARS_DIR``) serving
+commands read from stdin, one JSON object
 per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
 :mod:`bench.sidecar`). Every Delta write goes through ``spark_jobs.apply_changes``:
 
@@ -10,8 +11,9 @@ per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
   the job itself creates the table (columns, ``_cdc_*``, table properties), then append keys
   N+1..R in the table's own column layout (``_cdc_seq = (C, id, 0)``, ``_cdc_op = 'c'``) as ``F``
   files → ``{"event": "built", "files", "rows"}``;
-* ``{"cmd": "batches", "topic", "target_root", "batches": [[label, start, end], ...]}``: a new
-  ``BatchApplier``; each batch is ``spark.read`` of offsets ``[start, end)`` of partition 0 handed to
+* ``{"cmd": "batches", "topic", "target_root", "batches": [[label, start, end], ...],
+  "deletion_vectors": false}``: a new ``BatchApplier`` (its config's ``deletion_vectors``); each
+  batch is ``spark.read`` of offsets ``[start, end)`` of partition 0 handed to
   it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds", "phases_ms", "spark", "delta"}``
   each (``phases_ms``: ``BatchApplier.last_clock.breakdown()``; ``spark``: jobs, stages and tasks per
   phase; ``delta``: the batch's commits to the table and its tombstone table with Delta's
@@ -40,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
+DRIVER_MEMORY = "1g"
+"""The driver's heap (``local[2]``: executors included); the job's default is 2g. The bench's
+1,000,000-row table and 100,000-change batches fit in 1g."""
 
 
 def report(event: str, **fields: Any) -> None:
@@ -88,7 +93,8 @@ class Worker:
     def __init__(self, jars_dir: str) -> None:
         from spark_jobs.session import build_session
 
-        self.spark = build_session("signaller-bench-apply", master="local[2]", jars_dir=jars_dir)
+        self.spark = build_session("signaller-bench-apply", master="local[2]", jars_dir=jars_dir,
+                                   conf={"spark.driver.memory": DRIVER_MEMORY})
         gateway = self.spark.sparkContext._gateway
         self.jvm_pid: int | None = getattr(getattr(gateway, "proc", None), "pid", None)
         self.query: Any = None
@@ -159,7 +165,7 @@ class Worker:
     def batches(self, command: dict[str, Any]) -> None:
         from spark_jobs.apply_changes import BatchApplier, table_path
 
-        cfg = self._config(command)
+        cfg = self._config(command, deletion_vectors=bool(command.get("deletion_vectors", False)))
         applier = BatchApplier(cfg)
         _, path = table_path(cfg, command["topic"])
         logs = {"target": Path(path) / "_delta_log", "tombstones": Path(applier._tomb_path(path)) / "_delta_log"}

@@ -21,9 +21,11 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    late, older event cannot bring a deleted row back; an event older than a kept tombstone is
    dropped (the tombstone MERGE sees only the batch's deletes and the keys that had a tombstone);
    tombstones older than ``tombstone_retention_hours`` are removed;
-7. MERGE: delete when matched and newer; update when matched and newer (keeping the stored value
-   of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not matched
-   and not a delete.
+7. split by shape (``spark_jobs.split``): rows whose keys are provably new (new table, key outside
+   the table's key range, or a snapshot read an anti-join did not find) are appended;
+8. MERGE the rest: delete when matched and newer; update when matched and newer (keeping the stored
+   value of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not
+   matched and not a delete. ``deletion_vectors`` in the config turns Delta's deletion vectors on.
 
 ``spark_jobs.phases`` times each step (``BatchApplier.last_clock``).
 
@@ -42,7 +44,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs import sequence
+from spark_jobs import sequence, split
 from spark_jobs.connect_schema import (
     ColumnSpec,
     Reconciled,
@@ -62,6 +64,7 @@ META_DDL = "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGIN
 PROP_SCHEMA = "signaller.connect_schema"
 PROP_KEYS = "signaller.keys"
 PROP_TRUNCATED = "signaller.truncated_before"
+DV_PROP = "delta.enableDeletionVectors"
 PAYLOAD_DDL = (
     "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING>, op: STRING, ts_ms: BIGINT>"
 )
@@ -123,6 +126,7 @@ class BatchApplier:
         self._known: set[str] = set()  # Delta tables known to exist
         self._states: dict[str, TableState] = {}  # this job is the tables' only writer
         self._last_gc: dict[str, float] = {}
+        self._ranges: dict[str, split.KeyRange | None] = {}  # per table: its keys lie inside
         self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
         self._clock: PhaseClock | None = None
 
@@ -203,6 +207,7 @@ class BatchApplier:
                     F.max(F.when((F.col("_cdc_op") == "t") & F.col("_reason").isNull(), F.col("_cdc_seq")))
                     .alias("trunc"),
                     F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
+                    F.count(F.when((F.col("_cdc_op") == "r") & F.col("_reason").isNull(), 1)).alias("reads"),
                     *_key_range_aggregates(rec.columns, keys),
                 ).first()
             if stats.bad:  # the raw records come from the cached batch, not through the decoded events
@@ -411,9 +416,10 @@ class BatchApplier:
                 msg = f"partition_by/cluster_by of {name}: column(s) {unknown} are not columns of the table"
                 raise JobConfigError(msg)
             cols = ", ".join(f"{quote(c.name)} {c.target_ddl}" for c in rec.columns)
+            dv = f", {DV_PROP} = true" if self.cfg.deletion_vectors else ""
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {target} ({cols}, {META_DDL}) USING DELTA {layout} "
-                f"TBLPROPERTIES (delta.enableChangeDataFeed = true, {_sql_string(PROP_KEYS)} = "
+                f"TBLPROPERTIES (delta.enableChangeDataFeed = true{dv}, {_sql_string(PROP_KEYS)} = "
                 f"{_sql_string(','.join(keys))}, {_sql_string(PROP_SCHEMA)} = {_sql_string(schema_json)})"
             )
         else:
@@ -430,6 +436,9 @@ class BatchApplier:
                 )
             for column, new_type in widen:
                 spark.sql(f"ALTER TABLE {target} ALTER COLUMN {quote(column)} TYPE {new_type}")
+            if self.cfg.deletion_vectors and state.properties.get(DV_PROP) != "true":
+                spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({DV_PROP} = true)")
+                self._states.pop(path, None)
         catalog_name = self.cfg.catalog_name(name)
         if catalog_name and catalog_name not in self._registered:
             database = catalog_name.rsplit(".", 1)[0]
@@ -475,9 +484,30 @@ class BatchApplier:
             window = Window.partitionBy(*[F.col(quote(k)) for k in keys]).orderBy(F.col("_cdc_seq").desc())
             latest = changes.withColumn("_rn", F.row_number().over(window)).where("_rn = 1").drop("_rn")
             bounds = _key_bounds(stats, columns, keys)
-            latest = self._tombstones(spark, latest, columns, keys, path, name, batch_id, stats.deletes, bounds)
-            with self._phase("merge"):
-                self._merge(spark, latest, columns, keys, path, name, batch_id, bounds)
+            tomb_path = self._tomb_path(path)
+            latest, tombs_exist = self._drop_tombstoned(spark, latest, keys, tomb_path, bounds)
+            # Materialized once: the plan reads the tombstone table and the target, which the writes
+            # below change; both the append and the MERGE read it.
+            with self._phase("order_dedup"):
+                tagged = self._split(spark, latest, columns, keys, path, state, stats, bounds)
+                tagged = tagged.localCheckpoint(eager=True)
+                counts = tagged.agg(
+                    F.count(F.when(F.col("_dest") == "append", 1)).alias("append"),
+                    F.count(F.when(F.col("_dest") == "merge", 1)).alias("merge"),
+                ).first()
+            if stats.deletes:
+                with self._phase("tombstones"):
+                    touching = tagged.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
+                    self._write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, tombs_exist,
+                                           bounds)
+            if counts.append:
+                with self._phase("append"):
+                    self._append(spark, tagged.where(F.col("_dest") == "append"), columns, path, name, batch_id)
+            if counts.merge:
+                with self._phase("merge"):
+                    self._merge(spark, tagged.where(F.col("_dest") == "merge"), columns, keys, path, name, batch_id,
+                                bounds)
+            self._widen_range(path, stats, columns, keys)
             with self._phase("tombstone_gc"):
                 self._collect_tombstones(spark, path, name, batch_id)
         finally:
@@ -487,44 +517,73 @@ class BatchApplier:
         root = self.cfg.target_root.rstrip("/")
         return root + "/_tombstones" + path[len(root):]
 
-    def _tombstones(
-        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str,
-        batch_id: int, deletes: int, bounds: list[tuple[str, str, str]],
-    ) -> Any:
-        """Drop upserts older than a kept tombstone; record the batch's deletes as tombstones.
+    def _drop_tombstoned(
+        self, spark: Any, latest: Any, keys: list[str], tomb_path: str, bounds: list[tuple[str, str, str]],
+    ) -> tuple[Any, bool]:
+        """Drop upserts older than a kept tombstone; mark (``_tombed``) the keys that have one.
+        Returns the events and whether the tombstone table exists.
 
-        The tombstone MERGE only sees the events it can change: the batch's deletes and the keys
-        that have a tombstone (an upsert of any other key matches nothing and inserts nothing)."""
+        The tombstone MERGE (``_write_tombstones``) then only sees the events it can change: the
+        batch's deletes and the keys that have a tombstone (an upsert of any other key matches
+        nothing and inserts nothing)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        tomb_path = self._tomb_path(path)
         key_cols = [F.col(quote(k)) for k in keys]
         with self._phase("tombstones"):
             exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
-        if exists:
-            self._known.add(tomb_path)
-            tombs = spark.read.format("delta").load(tomb_path)
-            if bounds:  # file skipping: only tombstones in the batch's key range can matter
-                tombs = tombs.where(_range_sql(None, bounds))
-            tombs = tombs.select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
-            # ">=": a delete replayed after its tombstone was written (crash between the two MERGEs)
-            # must still reach the target; an upsert never has exactly a tombstone's sequence.
-            latest = latest.join(tombs, on=keys, how="left").where(
-                F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") >= F.col("_tomb_seq"))
-            ).withColumn("_tombed", F.col("_tomb_seq").isNotNull()).drop("_tomb_seq")
-        else:
-            latest = latest.withColumn("_tombed", F.lit(False))
-        if not deletes:
-            return latest.drop("_tombed")  # the tombstone table is not written in this batch: the plan may stay lazy
-        # Materialize now: the plan reads the tombstone table, which the MERGE below changes. A lazy
-        # re-evaluation afterwards would see this batch's own new tombstones.
-        with self._phase("order_dedup"):
-            latest = latest.localCheckpoint(eager=True)
-        with self._phase("tombstones"):
-            touching = latest.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
-            self._write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, exists, bounds)
-        return latest.drop("_tombed")
+        if not exists:
+            return latest.withColumn("_tombed", F.lit(False)), False
+        self._known.add(tomb_path)
+        tombs = spark.read.format("delta").load(tomb_path)
+        if bounds:  # file skipping: only tombstones in the batch's key range can matter
+            tombs = tombs.where(_range_sql(None, bounds))
+        tombs = tombs.select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
+        # ">=": a delete replayed after its tombstone was written (crash between the two MERGEs)
+        # must still reach the target; an upsert never has exactly a tombstone's sequence.
+        latest = latest.join(tombs, on=keys, how="left").where(
+            F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") >= F.col("_tomb_seq"))
+        ).withColumn("_tombed", F.col("_tomb_seq").isNotNull()).drop("_tomb_seq")
+        return latest, True
+
+    def _split(
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str,
+        state: TableState | None, stats: Any, bounds: list[tuple[str, str, str]],
+    ) -> Any:
+        """``latest`` tagged with ``_dest``: ``append`` for provably new keys, else ``merge`` (see
+        ``spark_jobs.split``)."""
+        from pyspark.sql import functions as F
+
+        if state is None:  # created in this batch: empty
+            self._ranges.pop(path, None)
+            return split.tag(latest, True, None, None)
+        target = spark.read.format("delta").load(path)
+        if path not in self._ranges:
+            self._ranges[path] = split.stored_key_range(target, columns, keys)
+        target_keys = None
+        if stats.reads:  # snapshot reads inside the range: an anti-join against the stored keys
+            ranged = target.where(_range_sql(None, bounds)) if bounds else target
+            target_keys = ranged.select(*[F.col(quote(k)) for k in keys])
+        return split.tag(latest, False, self._ranges[path], target_keys)
+
+    def _widen_range(self, path: str, stats: Any, columns: list[ColumnSpec], keys: list[str]) -> None:
+        """After the batch's writes: the table's key range includes the batch's (``_kmin_<i>`` /
+        ``_kmax_<i>`` of ``_key_range_aggregates``, over every good change event)."""
+        names = split.rangeable_keys(columns, keys)
+        if not names:
+            return
+        found = stats.asDict()
+        batch = {k: (found.get(f"_kmin_{keys.index(k)}"), found.get(f"_kmax_{keys.index(k)}")) for k in names}
+        have = self._ranges.get(path) or split.KeyRange({k: None for k in names})
+        self._ranges[path] = have.widened(batch)
+
+    def _append(self, spark: Any, rows: Any, columns: list[ColumnSpec], path: str, name: str, batch_id: int) -> None:
+        """Provably new rows: a plain Delta append (no join with the table, no file rewritten)."""
+        self._txn(spark, "append", name, batch_id)
+        (
+            rows.select(*[quote(c) for c in split.appended_columns(columns, META_COLUMNS)])
+            .write.format("delta").mode("append").save(path)
+        )
 
     def _write_tombstones(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,

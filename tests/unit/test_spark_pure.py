@@ -208,3 +208,18 @@ def test_only_the_known_kafka_metrics_failure_restarts_the_query() -> None:
            'scala.Function1)" because the return value of "scala.Option.get()" is null SQLSTATE: XXKST')
     assert _is_spark_55271(RuntimeError(npe))
     assert not _is_spark_55271(RuntimeError("[STREAM_FAILED] DELTA_CONCURRENT_APPEND"))
+
+
+def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None:
+    from spark_jobs.split import KeyRange
+
+    empty = KeyRange({"id": None, "day": None})
+    grown = empty.widened({"id": (5, 9), "day": (None, None)})
+    assert grown.bounds == {"id": (5, 9), "day": None}
+    assert grown.widened({"id": (1, 7)}).bounds["id"] == (1, 9)
+    assert grown.widened({"id": (6, 20)}).bounds["id"] == (5, 20)
+    base = {"kafka.bootstrap.servers": "b:9092", "target_root": "/t", "checkpointLocation": "/c", "subscribe": "x"}
+    assert config_from_mapping(base).deletion_vectors is False
+    assert config_from_mapping({**base, "deletionVectors": True}).deletion_vectors is True
+    with pytest.raises(JobConfigError):
+        config_from_mapping({**base, "deletion_vectors": "yes"})
