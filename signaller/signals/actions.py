@@ -2,7 +2,7 @@
 
 Each ``ActionEntry`` says how the action is built from a signal whose ``data`` passed the JSON Schema
 (``build(signal_id, data)``, which may still refuse it with a ``SignalError``: a regular expression
-that does not compile, a ``surrogate-key`` of a blocking snapshot) and how it is applied
+that does not compile, which no JSON Schema keyword can state) and how it is applied
 (``handle(handler, action)``: a method of the ``ActionHandler``, the snapshot engine). ``parse_action``
 builds through ``ACTIONS[signal.type]``; the engine applies through ``entry_for(action)``. Adding an
 action is one entry here, its ``data`` in ``signal.schema.json`` and its method on the engine.
@@ -89,10 +89,7 @@ def _execute_snapshot(signal_id: str, data: Mapping[str, Any]) -> ExecuteSnapsho
     for index, condition in enumerate(conditions):
         _check_regex(condition.data_collection, f"data.additional-conditions[{index}].data-collection",
                      signal_id, ignore_case=True)
-    surrogate_key: str | None = data.get("surrogate-key")
-    if surrogate_key is not None and snapshot_type != "incremental":
-        raise SignalError("data.surrogate-key: only applies to incremental snapshots; accepted: remove it, "
-                          'or use "type": "incremental"', signal_id)
+    surrogate_key: str | None = data.get("surrogate-key")  # the schema refuses it for a blocking snapshot
     return ExecuteSnapshot(signal_id=signal_id, data_collections=collections, snapshot_type=snapshot_type,
                            additional_conditions=conditions, surrogate_key=surrogate_key)
 

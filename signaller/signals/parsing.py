@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -197,11 +198,12 @@ def parse_action(signal: Signal) -> Action:
 
 
 def _plain(value: Any, depth: int) -> Any:
-    """``value`` with mappings as dicts and tuples as lists (as JSON gives them), down to the depth the schema reads."""
+    """``value`` with mappings as dicts with text keys and tuples as lists (as JSON gives them), down to the depth
+    the schema reads (a key that is not text, which no channel delivers, is named by its ``str``)."""
     if depth > _PLAIN_DEPTH:
         return value
     if isinstance(value, Mapping):
-        return {key: _plain(item, depth + 1) for key, item in value.items()}
+        return {key if isinstance(key, str) else str(key): _plain(item, depth + 1) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(item, depth + 1) for item in value]
     return value
@@ -226,13 +228,17 @@ def _explain(error: Any) -> list[str]:
     accepted = schema.get("x-accepted", "see schemas/signal.schema.json")
     instance = error.instance
     keyword = error.validator
+    if "x-refused" in schema:
+        return [f"{path}: {schema['x-refused']}; accepted: {accepted}"]
     if keyword == "required" and isinstance(instance, Mapping):
         return [f"{_join(path, name)}: missing; accepted: {accepted}"
                 for name in error.validator_value if name not in instance]
     if keyword == "additionalProperties" and isinstance(instance, Mapping):
         known = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
         return [f"{_join(path, str(name))}: unknown key{_key_hint(name)}; accepted: {accepted}"
-                for name in instance if name not in known]
+                for name in instance
+                if name not in known and not any(re.search(pattern, name) for pattern in patterns)]
     if keyword == "type":
         return [f"{path}: expected {_article(error.validator_value)}, got {_describe(instance)}; accepted: {accepted}"]
     if keyword == "minItems":

@@ -59,8 +59,9 @@ def test_schema_is_valid_draft_2020_12() -> None:
 @pytest.mark.parametrize("document", [
     {"id": "a", "type": "execute-snapshot", "data": {"data-collections": ["public.orders"]}},
     {"id": "a", "type": "execute-snapshot", "data": {
-        "data-collections": ["public.orders"], "type": "BLOCKING", "surrogate-key": "no",
+        "data-collections": ["public.orders"], "type": "BLOCKING",
         "additional-conditions": [{"data-collection": "public.orders", "filter": "id > 1"}]}},
+    {"id": "a", "type": "execute-snapshot", "data": {"data-collections": ["public.orders"], "surrogate-key": "no"}},
     {"id": "a", "type": "stop-snapshot", "data": {}},
     {"id": "a", "type": "stop-snapshot", "data": {"data-collections": [], "type": "Incremental"}},
     {"id": "a", "type": "pause-snapshot", "data": {"anything": [1]}},
@@ -85,6 +86,11 @@ def test_schema_accepts(document: dict[str, Any]) -> None:
     {"id": "a", "type": "execute-snapshot", "data": {"data-collections": ["t"], "additional-condition": "x"}},
     {"id": "a", "type": "execute-snapshot", "data": {
         "data-collections": ["t"], "additional-conditions": [{"data-collection": "t", "filter": "x", "extra": 1}]}},
+    {"id": "a", "type": "execute-snapshot", "data": {"data-collections": ["t"], "type": "blocking",
+                                                     "surrogate-key": "no"}},
+    {"id": "a", "type": "execute-snapshot", "data": {
+        "data-collections": ["t"], "type": "blocking",
+        "additional-conditions": [{"data-collection": "t", "filter": " "}]}},
     {"id": "a", "type": "stop-snapshot", "data": {"data-collections": "t"}},
     {"id": "a", "type": "log", "data": {"message": 5}},
 ])
