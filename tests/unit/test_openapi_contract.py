@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from signaller.api import MetricsRegistry, create_app
 from signaller.api.app import MAX_SIGNAL_BYTES
-from signaller.api.models import TABLE_PATTERN_FORMAT
+from signaller.api.openapi import TABLE_PATTERN_FORMAT
 from signaller.patterns import PatternError, compile_pattern
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from tests.unit.test_api import FakeLoop
