@@ -123,6 +123,18 @@ def test_a_chunk_row_becomes_the_streams_row_values_and_a_read_a_change_with_the
     assert provider.tables() == [TABLE]
 
 
+def test_a_chunk_row_of_a_table_with_an_excluded_column_lines_up_with_the_selected_columns() -> None:
+    """The chunk query selects the captured columns only: the values are read in that order (an excluded
+    column before a captured one used to shift them, and the last one was out of range)."""
+    _, _, provider = _setup({"column.exclude.list": r"public\.t\.secret"},
+                            columns=(("id", INT4), ("secret", TEXT), ("note", TEXT)))
+    info = provider.describe(TABLE)
+    assert info is not None
+    rows = provider.rows_for(info)
+    assert rows.columns == ("id", "note")
+    assert rows.row(("1", "hello")) == {"id": 1, "note": "hello"}
+
+
 def test_a_description_from_elsewhere_is_refused() -> None:
     _, _, provider = _setup()
     foreign = TableDescription(TABLE, {"id": "integer"}, frozenset(), ("id",), frozenset(), None)
