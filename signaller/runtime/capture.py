@@ -27,6 +27,7 @@ from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
 from signaller.sources.postgres.catalog import Catalog
+from signaller.sources.postgres.chunks import PostgresChunkReader
 from signaller.sources.postgres.conversion import UNREPRESENTABLE
 from signaller.sources.postgres.reader import (
     Change,
@@ -36,6 +37,7 @@ from signaller.sources.postgres.reader import (
     TxBegin,
     TxCommit,
 )
+from signaller.sources.postgres.schemas import PostgresSchemaProvider
 from signaller.state import Offsets, OffsetStore, open_store
 from signaller.wire.envelope import EnvelopeSerializer
 from signaller.wire.records import (
@@ -188,7 +190,12 @@ class CaptureLoop:
             config.topic_creation_default_replication_factor), config.event_processing_failure_handling_mode.value)
         from signaller.runtime.snapshots import SnapshotCoordinator
 
-        snapshots = SnapshotCoordinator(config, catalog, sink, lambda change: self._send(sink, change, None),
+        # The snapshot's side of the source: its own connection for chunks and watermarks, and the
+        # schema provider on the reader's schema cache (one cache for stream and chunks).
+        chunks = PostgresChunkReader(config.libpq_dsn(), config.signal_data_collection,
+                                     config.incremental_snapshot_watermarking_strategy.value)
+        schemas = PostgresSchemaProvider(config, catalog, reader.relations)
+        snapshots = SnapshotCoordinator(config, chunks, schemas, sink, lambda change: self._send(sink, change, None),
                                         self.control, commit_now=lambda: self._commit(reader, sink, final=True),
                                         status_changed=lambda: self._publish_status(snapshots))
         self._snapshots = snapshots

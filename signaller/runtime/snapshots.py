@@ -63,11 +63,9 @@ from signaller.sinks.kafka import KafkaSink
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.engine import IncrementalSnapshotter
-from signaller.snapshot.source import PostgresChunkSource
 from signaller.snapshot.state import SnapshotState
-from signaller.sources.postgres.catalog import Catalog
-from signaller.sources.postgres.reader import Change, LogicalMessage, modes_of
-from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.base import ChunkReader, TableSchemaProvider
+from signaller.sources.postgres.reader import Change, LogicalMessage
 from signaller.state import Offsets
 
 log = logging.getLogger("signaller.snapshots")
@@ -77,11 +75,14 @@ SendChange = Callable[[Change], None]
 class SnapshotCoordinator:
     """Owns the engine, the signal channels and the control queue for one capture session."""
 
-    def __init__(self, config: SignallerConfig, catalog: Catalog, sink: KafkaSink, send: SendChange,
-                 control: SidecarControl | None, commit_now: Callable[[], None] | None = None,
+    def __init__(self, config: SignallerConfig, chunks: ChunkReader, schemas: TableSchemaProvider[Change],
+                 sink: KafkaSink, send: SendChange, control: SidecarControl | None,
+                 commit_now: Callable[[], None] | None = None,
                  status_changed: Callable[[], None] | None = None) -> None:
-        """``commit_now`` stores everything Kafka acknowledged (waiting for it); ``status_changed``
-        publishes the current status to ``control`` (both from the capture loop)."""
+        """``chunks`` and ``schemas`` are the source's chunk reader and schema provider (the latter on the
+        log reader's schema cache); the coordinator closes ``chunks``. ``commit_now`` stores everything
+        Kafka acknowledged (waiting for it); ``status_changed`` publishes the current status to
+        ``control`` (both from the capture loop)."""
         from signaller.signals.filters import compile_filter
 
         self._config = config
@@ -91,13 +92,8 @@ class SnapshotCoordinator:
         self._commit_now = commit_now
         self._status_changed = status_changed
         self._read_problems: dict[str, str] = {}
-        self._source = PostgresChunkSource(config.libpq_dsn(), config.signal_data_collection,
-                                           config.incremental_snapshot_watermarking_strategy.value)
-        relations = RelationCache(catalog.resolve_type, not_null_columns=catalog.not_null_columns,
-                                  primary_key_columns=catalog.primary_key_columns,
-                                  column_defaults=catalog.column_defaults)
-        self.engine = IncrementalSnapshotter(config, self._source, modes_of(config), relations,
-                                             self._emit_read, self._notify, compile_filter)
+        self._chunks = chunks
+        self.engine = IncrementalSnapshotter(config, chunks, schemas, self._emit_read, self._notify, compile_filter)
         self._signal_table = config.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None
@@ -140,7 +136,7 @@ class SnapshotCoordinator:
         for channel in self._channels():
             with contextlib.suppress(Exception):
                 channel.close()
-        self._source.close()
+        self._chunks.close()
 
     def _channels(self) -> list[SignalChannelReader]:
         return [*self._polled, self._table_channel, *([self._http] if self._http is not None else [])]

@@ -16,21 +16,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Generic
 
 from signaller.errors import SourceError
 from signaller.model import ChangeEvent, Op
 from signaller.snapshot import notifications as notes
-from signaller.snapshot.chunks import ChunkTable
-from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource
-from signaller.snapshot.state import Key, QueuedTable
+from signaller.snapshot.state import QueuedTable
 from signaller.snapshot.tables import PreparedTable
-from signaller.sources.postgres.reader import Change, row_from_tuple
+from signaller.sources.base import ChangeT, ChunkQueryError, ChunkReader, ChunkTable, Key, RawRow
 
 log = logging.getLogger("signaller.snapshot")
 
-Emit = Callable[[Change], None]
+Emit = Callable[[ChangeT], None]
+"""Sends one READ change (the source's change type, made by ``TableRows.read_change``)."""
 Notify = Callable[[notes.Notification], None]
-Describe = Callable[[QueuedTable], PreparedTable | str]
+Describe = Callable[[QueuedTable], PreparedTable[ChangeT] | str]
 
 
 def snapshot_flag(table_index: int, tables: int, position: int, is_last: bool) -> str:
@@ -49,14 +49,14 @@ def snapshot_flag(table_index: int, tables: int, position: int, is_last: bool) -
     return "true"
 
 
-class BlockingSnapshot:
+class BlockingSnapshot(Generic[ChangeT]):
     """Runs blocking snapshots for the engine (see the module docstring)."""
 
-    def __init__(self, source: PostgresChunkSource, describe: Describe, emit: Emit, notify: Notify,
+    def __init__(self, chunks: ChunkReader, describe: Describe[ChangeT], emit: Emit[ChangeT], notify: Notify,
                  topic_prefix: str) -> None:
-        """Read chunks through ``source``, prepare tables with ``describe``, send READs to ``emit`` and
+        """Read chunks through ``chunks``, prepare tables with ``describe``, send READs to ``emit`` and
         notifications (under ``topic_prefix``) to ``notify``."""
-        self._source = source
+        self._chunks = chunks
         self._describe = describe
         self._emit = emit
         self._notify = notify
@@ -85,10 +85,11 @@ class BlockingSnapshot:
         self._notify(notes.make("COMPLETED", None, prefix, notes.INITIAL))
         return total
 
-    def _table(self, prepared: PreparedTable, table_index: int, tables: int, chunk_size: int) -> tuple[int, str]:
+    def _table(self, prepared: PreparedTable[ChangeT], table_index: int, tables: int,
+               chunk_size: int) -> tuple[int, str]:
         """Emit every row of one table with Debezium's snapshot flags; (rows emitted, status)."""
-        table_id, plan, width = prepared.info.table_id, prepared.plan, len(prepared.chunk.columns)
-        chunks = self._chunks(prepared.chunk, chunk_size)
+        table_id, rows, width = prepared.info.table_id, prepared.rows, len(prepared.chunk.columns)
+        chunks = self._read(prepared.chunk, chunk_size)
         emitted = 0
         try:
             current = next(chunks, [])
@@ -98,9 +99,9 @@ class BlockingSnapshot:
                     is_last = not following and offset == len(current) - 1
                     flag = snapshot_flag(table_index, tables, emitted, is_last)
                     now_us = time.time_ns() // 1000
-                    row = row_from_tuple(plan, values[:width])
+                    row = rows.row(values[:width])
                     event = ChangeEvent(Op.READ, table_id, None, row, None, None, None, None, now_us, flag)
-                    self._emit(Change(event, plan))
+                    self._emit(rows.read_change(event))
                     emitted += 1
                 current = following
         except (ChunkQueryError, SourceError) as exc:
@@ -108,12 +109,12 @@ class BlockingSnapshot:
             return emitted, "SQL_EXCEPTION"
         return emitted, "SUCCEEDED"
 
-    def _chunks(self, chunk: ChunkTable, size: int) -> Iterator[list[tuple[str | None, ...]]]:
+    def _read(self, chunk: ChunkTable, size: int) -> Iterator[list[RawRow]]:
         """The table's rows in chunk-key order, one non-empty chunk (raw SELECT rows) at a time."""
         width = len(chunk.columns)
         lower: Key | None = None
         while True:
-            batch = self._source.read_chunk(chunk, lower, None, size)
+            batch = self._chunks.read_chunk(chunk, lower, None, size)
             if batch:
                 yield batch
             if len(batch) < size:

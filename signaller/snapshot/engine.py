@@ -1,4 +1,4 @@
-"""The incremental snapshot engine: Debezium's signal-based DBLog loop for one PostgreSQL source.
+"""The incremental snapshot engine: Debezium's signal-based DBLog loop for one source.
 
 Single-threaded: the capture loop calls every method. The loop feeds it
 
@@ -19,9 +19,13 @@ chunk SELECT read is either emitted or superseded by a streamed change; a table 
 add up finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. Blocking snapshots read
 and emit one chunk at a time (memory bounded by two chunks).
 
-Its parts: ``tables`` (a queued table's schema plan and chunk description), ``blocking`` (blocking
+Its parts: ``tables`` (a queued table's rows plan and chunk description), ``blocking`` (blocking
 snapshots), ``status`` (progress figures and the status page), ``window`` (the DBLog buffer),
-``state`` (what survives a restart), ``source`` (the SQL side), ``notifications``.
+``state`` (what survives a restart), ``notifications``. The source is reached only through the
+interfaces of ``signaller.sources.base``: a ``ChunkReader`` (the SQL side) and a
+``TableSchemaProvider`` (what a table looks like, and how its chunk rows become the rows the stream
+produces); the engine is generic over the source's change type (what ``emit`` receives and
+``on_stream_change`` is given).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic
 
 from signaller.config import SignallerConfig
 from signaller.errors import SignalError, SinkError, SourceError
@@ -51,14 +55,18 @@ from signaller.signals.model import (
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.blocking import BlockingSnapshot, Emit, Notify
 from signaller.snapshot.control import SidecarStatus
-from signaller.snapshot.source import ChunkQueryError, PostgresChunkSource, VisibleSnapshot
 from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime, build_status, key_text, progress_fields
 from signaller.snapshot.tables import PreparedTable, TableCatalog
 from signaller.snapshot.window import Window
-from signaller.sources.postgres.codecs import TypeModes
-from signaller.sources.postgres.reader import Change, row_from_tuple
-from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.base import (
+    ChangeT,
+    ChunkQueryError,
+    ChunkReader,
+    RawRow,
+    TableSchemaProvider,
+    TransactionVisibility,
+)
 
 log = logging.getLogger("signaller.snapshot")
 MAX_FINISHED = 100
@@ -104,24 +112,25 @@ def _pattern(text: str, where: str, signal_id: str, *, ignore_case: bool = False
         raise SignalError(f"{where}: {exc}", signal_id) from None
 
 
-class IncrementalSnapshotter:
-    """See the module docstring. ``emit`` sends one READ change (in the current Kafka group);
-    ``notify`` sends one notification; ``compile_filter`` validates and normalizes a filter."""
+class IncrementalSnapshotter(Generic[ChangeT]):
+    """See the module docstring. ``chunks`` and ``schemas`` are the source's (constructed by the
+    runtime); ``emit`` sends one READ change (in the current Kafka group); ``notify`` sends one
+    notification; ``compile_filter`` validates and normalizes a filter."""
 
     def __init__(
         self,
         config: SignallerConfig,
-        source: PostgresChunkSource,
-        modes: TypeModes,
-        relations: RelationCache,
-        emit: Emit,
+        chunks: ChunkReader,
+        schemas: TableSchemaProvider[ChangeT],
+        emit: Emit[ChangeT],
         notify: Notify,
         compile_filter: FilterCompiler,
     ) -> None:
         self._config = config
-        self._source = source
-        self._tables = TableCatalog(config, source, modes, relations)
-        self._blocking = BlockingSnapshot(source, self._tables.describe, emit, notify, config.topic_prefix)
+        self._chunks = chunks
+        self._schemas = schemas
+        self._tables = TableCatalog(config, schemas)
+        self._blocking = BlockingSnapshot(chunks, self._tables.describe, emit, notify, config.topic_prefix)
         self._emit = emit
         self._notify = notify
         self._compile_filter = compile_filter
@@ -132,12 +141,12 @@ class IncrementalSnapshotter:
         self._chunk_end: Key | None = None
         self._pending_stops: list[tuple[str, ...]] = []
         self._need_chunk = False
-        self._prepared: dict[str, PreparedTable] = {}
+        self._prepared: dict[str, PreparedTable[ChangeT]] = {}
         self._runtime: dict[str, TableRuntime] = {}
         self._window_opened_at = 0.0
         self.rows_emitted = 0
         self._read_only = config.read_only
-        self._visible: VisibleSnapshot | None = None
+        self._visible: TransactionVisibility | None = None
         self._high_lsn = 0
 
     # -- state ----------------------------------------------------------------------------
@@ -210,7 +219,7 @@ class IncrementalSnapshotter:
 
     def _captured_tables(self) -> list[TableId]:
         signal_table = self._config.signal_data_collection
-        return [t for t in self._source.tables()
+        return [t for t in self._schemas.tables()
                 if self._config.is_table_captured(t.schema, t.table) and t != signal_table]
 
     def _expand(self, patterns: Sequence[str], tables: list[TableId], signal_id: str) -> list[TableId]:
@@ -230,7 +239,7 @@ class IncrementalSnapshotter:
         tables = self._expand(action.data_collections, self._captured_tables(), action.signal_id)
         queued: list[QueuedTable] = []
         for table in tables:
-            info = self._source.describe(table)
+            info = self._schemas.describe(table)
             if info is None:
                 raise SignalError(f"table {table} does not exist", action.signal_id)
             condition = next((c for index, c in enumerate(action.additional_conditions)
@@ -302,7 +311,7 @@ class IncrementalSnapshotter:
         return ",".join(q.table for q in self._state.queue)
 
     # -- the stream -----------------------------------------------------------------------
-    def on_stream_change(self, change: Change) -> None:
+    def on_stream_change(self, change: ChangeT) -> None:
         """Deduplicate: a streamed change evicts the buffered rows with the chunk-key values of its
         before and of its after image (read-only mode: only a change the chunk's snapshot did not
         see). Each image supersedes at most one row: any further row it removes is counted as lost."""
@@ -357,7 +366,7 @@ class IncrementalSnapshotter:
         table_id = prepared.info.table_id
         for row in rows:
             event = ChangeEvent(Op.READ, table_id, None, row, lsn, None, last_commit, None, now_us, "incremental")
-            self._emit(Change(event, prepared.plan))
+            self._emit(prepared.rows.read_change(event))
         self.rows_emitted += len(rows)
         queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
                              head.rows + len(rows), head.started_at), *self._state.queue[1:])
@@ -378,7 +387,7 @@ class IncrementalSnapshotter:
         metadata: dict[str, Any] = {"openWindowTimestamp": _instant(opened),
                                     "correlationId": self._state.correlation_id,
                                     "dataCollectionId": self._state.queue[0].table}
-        self._source.write_marker(chunk_id, True, metadata)
+        self._chunks.write_marker(chunk_id, True, metadata)
         filled = False
         try:
             filled = self._fill_window(chunk_id)
@@ -388,19 +397,19 @@ class IncrementalSnapshotter:
             close = {"openWindowTimestamp": metadata["openWindowTimestamp"],
                      "closeWindowTimestamp": _instant(time.time()),
                      "correlationId": metadata["correlationId"], "dataCollectionId": metadata["dataCollectionId"]}
-            self._source.write_marker(chunk_id, False, close)
+            self._chunks.write_marker(chunk_id, False, close)
 
     def _read_chunk_read_only(self, chunk_id: str) -> None:
         """``read.only=true``: no watermark rows; the window is the chunk's MVCC snapshot plus
-        the WAL position after the read (see ``source.read_chunk_visible``)."""
+        the log position after the read (see ``ChunkReader.read_chunk_visible``)."""
         self._visible, self._high_lsn = None, 0
         if self._fill_window(chunk_id):
             self._window.open(chunk_id)
 
-    def _select(self, prepared: PreparedTable, lower: Key | None) -> list[tuple[str | None, ...]]:
+    def _select(self, prepared: PreparedTable[ChangeT], lower: Key | None) -> list[RawRow]:
         if not self._read_only:
-            return self._source.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
-        rows, visible, high = self._source.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
+            return self._chunks.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+        rows, visible, high = self._chunks.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
                                                               self.chunk_size)
         self._visible, self._high_lsn = visible, high
         return rows
@@ -441,7 +450,7 @@ class IncrementalSnapshotter:
                   runtime.rows_read - runtime.rows_emitted - runtime.rows_evicted)
         return "SQL_EXCEPTION"
 
-    def _prepare(self, head: QueuedTable) -> PreparedTable | None:
+    def _prepare(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
         """Schema and max key of the head table (once per table); None if it was skipped."""
         prepared = self._prepared.get(head.table)
         if prepared is None:
@@ -455,7 +464,7 @@ class IncrementalSnapshotter:
         if self._state.max_key is None:
             runtime = self._runtime.setdefault(head.table, TableRuntime())
             runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
-            max_key = self._source.max_key(prepared.chunk)
+            max_key = self._chunks.max_key(prepared.chunk)
             if max_key is None:
                 self._finish_table("EMPTY")
                 return None
@@ -466,25 +475,25 @@ class IncrementalSnapshotter:
             self._state = self._state.with_changes(max_key=max_key, queue=queue)
         return prepared
 
-    def _total_rows(self, prepared: PreparedTable, head: QueuedTable, max_key: Key) -> int | None:
+    def _total_rows(self, prepared: PreparedTable[ChangeT], head: QueuedTable, max_key: Key) -> int | None:
         """Debezium's ``total_rows``: the planner's estimate (``pg_class.reltuples``) when there is no
         filter and it is positive, else an exact count up to the maximum key; None if that fails."""
         estimate = prepared.info.estimated_rows
         if head.filter is None and estimate is not None and estimate > 0:
             return estimate
         try:
-            return self._source.count_rows(prepared.chunk, max_key)
+            return self._chunks.count_rows(prepared.chunk, max_key)
         except (ChunkQueryError, SourceError) as exc:
             log.warning("could not count the rows of %s (progress will omit totals): %s", head.table, exc)
             return None
 
-    def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable, rows: list[tuple[str | None, ...]],
+    def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable[ChangeT], rows: list[RawRow],
                 lower: Key | None) -> None:
         width = len(prepared.chunk.columns)
         keys = tuple(name for name, _ in prepared.chunk.key)
         converted = []
         for values in rows:
-            row = row_from_tuple(prepared.plan, values[:width])
+            row = prepared.rows.row(values[:width])
             converted.append((row_identity(row, keys), row))
         self._window_keys = keys
         self._window_evicted = 0

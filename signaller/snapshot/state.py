@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from signaller.errors import StateError
-
-Key = tuple[str | None, ...]
+from signaller.sources.base import Key as Key  # re-exported: the chunk key's one definition
 
 
 @dataclass(frozen=True)

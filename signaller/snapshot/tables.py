@@ -1,60 +1,54 @@
 """Turning a table named by a snapshot signal into what the chunk reader and the event builder need.
 
 ``TableCatalog`` is the snapshot engine's one road to a table's schema: ``describe`` reads the
-table's current definition from the database, applies it to the relation cache (so the plan
-matches the catalog now, also after an ALTER since the signal was queued), and returns a
-``PreparedTable`` (schema plan + chunk SQL description) or the Debezium status under which the
-table is skipped (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``). ``key_columns`` and
-``check_surrogate`` answer what a signal may chunk by. Call them on the capture loop's thread
-only; they raise ``SourceError`` when the database cannot be read and ``SignalError`` (from
-``check_surrogate``) for a surrogate key the table cannot be chunked by.
+table's current definition through the source's ``TableSchemaProvider`` (so the rows match the
+catalog now, also after an ALTER since the signal was queued), and returns a ``PreparedTable``
+(the table's rows plan + chunk description) or the Debezium status under which the table is
+skipped (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``). ``key_columns`` and ``check_surrogate`` answer
+what a signal may chunk by. Call them on the capture loop's thread only; they raise
+``SourceError`` when the database cannot be read and ``SignalError`` (from ``check_surrogate``)
+for a surrogate key the table cannot be chunked by.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Generic
 
 from signaller.config import SignallerConfig
 from signaller.errors import SignalError
 from signaller.model import TableId
-from signaller.snapshot.chunks import ChunkTable
-from signaller.snapshot.source import PostgresChunkSource, TableInfo
 from signaller.snapshot.state import QueuedTable
-from signaller.sources.postgres.codecs import TypeModes
-from signaller.sources.postgres.reader import RelationPlan, make_plan
-from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.base import ChangeT, ChunkTable, TableDescription, TableRows, TableSchemaProvider
 
 log = logging.getLogger("signaller.snapshot")
 
 
 @dataclass
-class PreparedTable:
-    """A table ready for chunking: its schema plan and chunk SQL description."""
+class PreparedTable(Generic[ChangeT]):
+    """A table ready for chunking: its description, its rows plan and its chunk description."""
 
-    info: TableInfo
-    plan: RelationPlan
+    info: TableDescription
+    rows: TableRows[ChangeT]
     chunk: ChunkTable
 
 
-class TableCatalog:
+class TableCatalog(Generic[ChangeT]):
     """The tables of one source as the snapshot engine sees them (see the module docstring)."""
 
-    def __init__(self, config: SignallerConfig, source: PostgresChunkSource, modes: TypeModes,
-                 relations: RelationCache) -> None:
-        """Describe tables through ``source`` into ``relations``, with ``config``'s key and column settings."""
+    def __init__(self, config: SignallerConfig, schemas: TableSchemaProvider[ChangeT]) -> None:
+        """Describe tables through ``schemas``, with ``config``'s key settings."""
         self._config = config
-        self._source = source
-        self._modes = modes
-        self._relations = relations
+        self._schemas = schemas
 
-    def key_columns(self, info: TableInfo) -> tuple[str, ...]:
+    def key_columns(self, info: TableDescription) -> tuple[str, ...]:
         """The chunk key of a table: ``message.key.columns`` for it if configured, else its primary key
         (empty when it has neither)."""
         override = self._config.key_columns_for(info.table_id.schema, info.table_id.table)
         return tuple(override) if override else info.primary_key
 
-    def check_surrogate(self, info: TableInfo, column: str, signal_id: str) -> None:
+    def check_surrogate(self, info: TableDescription, column: str, signal_id: str) -> None:
         """Raise ``SignalError`` unless ``column`` is a captured, NOT NULL, uniquely indexed column of the table."""
         if column not in info.sql_types:
             raise SignalError(f"surrogate-key {column!r} is not a column of {info.table_id}; columns: "
@@ -68,27 +62,24 @@ class TableCatalog:
                               "matched against the rows of a snapshot chunk; accepted: a captured unique NOT "
                               "NULL column", signal_id)
 
-    def describe(self, queued: QueuedTable) -> PreparedTable | str:
-        """The table's current schema plan and chunk SQL description, or the Debezium status
+    def describe(self, queued: QueuedTable) -> PreparedTable[ChangeT] | str:
+        """The table's current rows plan and chunk description, or the Debezium status
         (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``) under which it must be skipped."""
         table_id = TableId.parse(queued.table)
-        info = self._source.describe(table_id)
+        info = self._schemas.describe(table_id)
         if info is None:
             return "UNKNOWN_SCHEMA"
         keys = (queued.surrogate_key,) if queued.surrogate_key else self.key_columns(info)
         if not keys:
             return "NO_PRIMARY_KEY"
-        self._relations.apply_relation(info.relation)
-        schema = self._relations.schema(info.oid)
-        plan = make_plan(schema, tuple(c.name for c in schema.columns), self._config, self._modes)
-        emitted = {name for _, name, _, _ in plan.slots}
+        rows = self._schemas.rows_for(info)
+        emitted = set(rows.emitted_columns)
         missing = [k for k in keys if k not in emitted]
         if missing:
             log.warning("snapshot of %s skipped (NO_PRIMARY_KEY): chunk key column(s) %s are not in the change "
                         "events (column filters or an unsupported type), so streamed changes could not be "
                         "matched against a chunk's rows", table_id, ", ".join(missing))
             return "NO_PRIMARY_KEY"
-        columns = tuple(c.name for c in plan.schema.columns)
-        chunk = ChunkTable(table_id.schema, table_id.table, columns,
+        chunk = ChunkTable(table_id.schema, table_id.table, rows.columns,
                            tuple((k, info.sql_types[k]) for k in keys), queued.filter)
-        return PreparedTable(info, plan, chunk)
+        return PreparedTable(info, rows, chunk)

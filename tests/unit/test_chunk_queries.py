@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from signaller.errors import SourceError
-from signaller.snapshot.chunks import ChunkTable, chunk_query, count_query, max_key_query
+from signaller.sources.base import ChunkTable
+from signaller.sources.postgres.chunk_sql import chunk_query, count_query, max_key_query
 from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
 pytestmark = pytest.mark.unit

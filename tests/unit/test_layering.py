@@ -2,7 +2,12 @@
 
 * ``signaller/wire/`` (the Debezium wire format, no I/O) imports only ``signaller.model``,
   ``signaller.errors`` and itself, and no I/O library;
-* nothing in ``signaller/sinks/`` imports from ``signaller.sources``.
+* nothing in ``signaller/sinks/`` imports from ``signaller.sources``;
+* ``signaller/sources/base.py`` (what a source implements) imports only ``signaller.model`` and
+  ``signaller.errors``;
+* the snapshot engine (``signaller/snapshot/``) reaches a source only through
+  ``signaller.sources.base``: it never imports ``signaller.sources.postgres`` (or any other source's
+  folder) nor a database driver.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ pytestmark = pytest.mark.unit
 
 PACKAGE = Path(signaller.__file__).parent
 WIRE_MAY_IMPORT = ("signaller.model", "signaller.errors", "signaller.wire")
+SOURCE_BASE_MAY_IMPORT = ("signaller.model", "signaller.errors")
+SNAPSHOT_MAY_IMPORT = (
+    "signaller.sources.base", "signaller.model", "signaller.errors", "signaller.config", "signaller.signals",
+    "signaller.patterns", "signaller.snapshot", "signaller.wire",
+)
 IO_LIBRARIES = ("psycopg2", "confluent_kafka", "socket", "http", "urllib", "requests", "httpx", "fastapi", "uvicorn")
 
 
@@ -54,10 +64,11 @@ def _within(name: str, prefix: str) -> bool:
 def violations(
     folder: str, allowed: tuple[str, ...] | None = None, forbidden: tuple[str, ...] = (), package: Path = PACKAGE
 ) -> list[str]:
-    """``file:line -> module`` for each import under ``<package>/<folder>`` of a ``signaller``
-    module outside ``allowed`` (when given) or of a module within ``forbidden``."""
+    """``file:line -> module`` for each import under ``<package>/<folder>`` (a folder or one module) of
+    a ``signaller`` module outside ``allowed`` (when given) or of a module within ``forbidden``."""
     found = []
-    for path in sorted((package / folder).rglob("*.py")):
+    target = package / folder
+    for path in [target] if target.is_file() else sorted(target.rglob("*.py")):
         for line, name in imports_of(path, package.parent):
             bad_internal = (
                 allowed is not None
@@ -77,6 +88,16 @@ def test_wire_imports_only_model_errors_and_itself() -> None:
 
 def test_sinks_do_not_import_sources() -> None:
     assert violations("sinks", forbidden=("signaller.sources",)) == []
+
+
+def test_source_interfaces_import_only_model_and_errors() -> None:
+    assert (PACKAGE / "sources" / "base.py").is_file()
+    assert violations("sources/base.py", allowed=SOURCE_BASE_MAY_IMPORT, forbidden=IO_LIBRARIES) == []
+
+
+def test_snapshot_engine_reaches_sources_only_through_their_interfaces() -> None:
+    forbidden = ("signaller.sources.postgres", "signaller.runtime", "signaller.sinks", *IO_LIBRARIES)
+    assert violations("snapshot", allowed=SNAPSHOT_MAY_IMPORT, forbidden=forbidden) == []
 
 
 def test_checker_sees_every_import_form(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 A table is modelled as key -> value. A simulated database keeps the table and the change log
 (one entry per committed transaction: row changes, or a watermark written by the engine). A driver
 plays the capture loop's part (``runtime.snapshots.SnapshotCoordinator`` over ``CaptureLoop``): it
-streams the log in order into ``IncrementalSnapshotter`` (``on_stream_change`` for row changes,
+streams the log in order into ``IncrementalSnapshotter`` (over PostgreSQL's schema provider, whose
+catalog is the simulation) (``on_stream_change`` for row changes,
 ``on_marker`` for watermarks, ``on_position`` in read-only mode), records every emitted change
 (streamed events as the loop sends them, READs as the engine emits them, notifications), stores the
 engine's ``state`` at every transaction end and every ad-hoc group (as the Kafka groups carry it),
@@ -32,6 +33,7 @@ old key, after: new key), not a delete and a create.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,14 +57,16 @@ from signaller.signals.model import (
     WindowMarker,
 )
 from signaller.snapshot import notifications as notes
-from signaller.snapshot.chunks import ChunkTable
 from signaller.snapshot.engine import IncrementalSnapshotter
-from signaller.snapshot.source import TableInfo, VisibleSnapshot
 from signaller.snapshot.state import Key, SnapshotState
 from signaller.snapshot.window import Window
+from signaller.sources.base import ChunkTable
+from signaller.sources.postgres.catalog import PostgresTableInfo
+from signaller.sources.postgres.chunks import VisibleSnapshot
 from signaller.sources.postgres.pgoutput import Relation, RelationColumn
 from signaller.sources.postgres.reader import Change, make_plan, modes_of, row_from_tuple
 from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.postgres.schemas import PostgresSchemaProvider
 
 pytestmark = pytest.mark.unit
 
@@ -110,10 +114,11 @@ class Shape:
                         tuple(RelationColumn(1 if name in self.key and self.primary else 0, name, oid, -1)
                               for name, oid, _ in self.columns))
 
-    def info(self) -> TableInfo:
-        return TableInfo(TABLE, 16384, self.relation(), {name: sql for name, _, sql in self.columns},
-                         frozenset(self.key), self.key if self.primary else (),
-                         frozenset(self.key[:1]) if len(self.key) == 1 else frozenset(), None)
+    def info(self) -> PostgresTableInfo:
+        return PostgresTableInfo(
+            table_id=TABLE, oid=16384, relation=self.relation(), sql_types={name: sql for name, _, sql in self.columns},
+            not_null=frozenset(self.key), primary_key=self.key if self.primary else (),
+            unique_columns=frozenset(self.key[:1]) if len(self.key) == 1 else frozenset(), estimated_rows=None)
 
     def key_row(self, key: tuple[Any, ...]) -> tuple[str | None, ...]:
         """A before image carrying only the key columns (``REPLICA IDENTITY USING INDEX``)."""
@@ -229,8 +234,9 @@ class Database:
 
 
 class FakeChunkSource:
-    """``PostgresChunkSource`` over the simulated database. Watermarks are appended to the log; around
-    the chunk read, the simulation lets concurrent writers commit (``between(stage)``)."""
+    """``PostgresChunkReader`` (and the ``Catalog`` of ``PostgresSchemaProvider``) over the simulated
+    database. Watermarks are appended to the log; around the chunk read, the simulation lets concurrent
+    writers commit (``between(stage)``)."""
 
     def __init__(self, db: Database, between: Callable[[str], None], signal_table: bool) -> None:
         self.db = db
@@ -242,7 +248,7 @@ class FakeChunkSource:
     def tables(self) -> list[TableId]:
         return [TABLE, SIGNAL_TABLE] if self.signal_table else [TABLE]
 
-    def describe(self, table: TableId) -> TableInfo | None:
+    def describe_table(self, table: TableId) -> PostgresTableInfo | None:
         return self.db.shape.info() if table == TABLE else None
 
     def max_key(self, chunk: ChunkTable) -> Key | None:
@@ -320,8 +326,8 @@ class Simulation:
     # engine life
     def _engine(self, state: SnapshotState | None) -> IncrementalSnapshotter:
         source = FakeChunkSource(self.db, self.concurrent_writes, not self.read_only)
-        engine = IncrementalSnapshotter(self.config, source, modes_of(self.config), RelationCache(),  # type: ignore[arg-type]
-                                        self._emit_read, self._notify, compile_filter)
+        schemas = PostgresSchemaProvider(self.config, source, RelationCache())
+        engine = IncrementalSnapshotter(self.config, source, schemas, self._emit_read, self._notify, compile_filter)
         engine.restore(state)
         return engine
 
@@ -669,7 +675,7 @@ def test_rows_lost_inside_a_window_never_report_succeeded(caplog: pytest.LogCapt
     """A chunk whose key does not tell two rows apart (here the SELECT returns row 1 twice): one streamed
     change of that key removes both, so one row was neither emitted nor superseded: SQL_EXCEPTION."""
     sim = _scripted("int", 3, 10)
-    source = sim.engine._source
+    source = sim.engine._chunks
     read = source._read  # type: ignore[attr-defined]
 
     def duplicating(lower: Key | None, upper: Key | None, limit: int) -> list[tuple[str | None, ...]]:
@@ -697,10 +703,8 @@ class _BlockingSource:
     def tables(self) -> list[TableId]:
         return [TABLE, TableId("public", "u")]
 
-    def describe(self, table: TableId) -> TableInfo | None:
-        info = self.db.shape.info()
-        return TableInfo(table, info.oid, info.relation, info.sql_types, info.not_null, info.primary_key,
-                         info.unique_columns, None)
+    def describe_table(self, table: TableId) -> PostgresTableInfo | None:
+        return dataclasses.replace(self.db.shape.info(), table_id=table, estimated_rows=None)
 
     def read_chunk(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
                    limit: int) -> list[tuple[str | None, ...]]:
@@ -731,7 +735,7 @@ def test_blocking_snapshot_emits_chunk_by_chunk_with_debezium_flags(rows: int) -
         "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
         "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t,public.u",
         "incremental.snapshot.chunk.size": "4"}, env={})
-    engine = IncrementalSnapshotter(config, source, modes_of(config), RelationCache(),  # type: ignore[arg-type]
+    engine = IncrementalSnapshotter(config, source, PostgresSchemaProvider(config, source, RelationCache()),
                                     emit, sim._notify, compile_filter)
     action = ExecuteSnapshot("b1", ("public\\.t", "public\\.u"), "blocking")
     outcome = engine.apply(Signal("b1", "execute-snapshot", {}, "http"), action)
@@ -777,9 +781,10 @@ def test_a_catastrophic_pattern_is_answered_at_once() -> None:
     config = config_from_mapping({
         "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
         "kafka.bootstrap.servers": "localhost:9092", "table.include.list": str(long_table)}, env={})
-    sim.engine._source.tables = lambda: [long_table]  # type: ignore[method-assign]
-    engine = IncrementalSnapshotter(config, sim.engine._source, modes_of(config), RelationCache(), sim._emit_read,
-                                    sim._notify, compile_filter)
+    source = sim.engine._chunks
+    source.tables = lambda: [long_table]  # type: ignore[method-assign]
+    engine = IncrementalSnapshotter(config, source, PostgresSchemaProvider(config, source, RelationCache()),
+                                    sim._emit_read, sim._notify, compile_filter)
     started = time.monotonic()
     outcome = engine.apply(Signal("x1", "execute-snapshot", {}, "http"), ExecuteSnapshot("x1", ("(?:.|.|.)*X",)))
     assert time.monotonic() - started < 1.0
@@ -789,19 +794,19 @@ def test_a_catastrophic_pattern_is_answered_at_once() -> None:
 def test_apply_never_raises(caplog: pytest.LogCaptureFixture) -> None:
     sim = _scripted("int", 3, 4)
 
-    def broken(table: TableId) -> TableInfo | None:
+    def broken(table: TableId) -> PostgresTableInfo | None:
         raise KeyError("relkind")
 
-    sim.engine._source.describe = broken  # type: ignore[method-assign]
+    sim.engine._chunks.describe_table = broken  # type: ignore[attr-defined]
     outcome = sim.engine.apply(Signal("x9", "execute-snapshot", {}, "kafka"), ExecuteSnapshot("x9", ("public\\.t",)))
     assert not outcome.accepted
     assert outcome.reason.startswith("signal 'x9' (execute-snapshot) could not be applied: internal error KeyError")
     assert "Traceback" in caplog.text and "signal x9 (execute-snapshot) could not be applied" in caplog.text
 
-    def unreachable(table: TableId) -> TableInfo | None:
+    def unreachable(table: TableId) -> PostgresTableInfo | None:
         raise TransientSourceError("connection refused")
 
-    sim.engine._source.describe = unreachable  # type: ignore[method-assign]
+    sim.engine._chunks.describe_table = unreachable  # type: ignore[attr-defined]
     outcome = sim.engine.apply(Signal("x10", "execute-snapshot", {}, "kafka"),
                                ExecuteSnapshot("x10", ("public\\.t",)))
     assert outcome.reason == "could not check the signal against the database: connection refused"

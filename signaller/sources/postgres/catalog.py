@@ -1,5 +1,6 @@
 """Catalog look-ups and administration over a regular (non-replication) connection: the
-publication, the replication slot, type names for user types, primary keys and NOT NULL columns.
+publication, the replication slot, type names for user types, primary keys and NOT NULL columns,
+and a table's description as the catalog has it now (``describe_table``, for snapshots).
 
 Every driver error is translated into a ``SourceError`` at this boundary.
 """
@@ -17,7 +18,9 @@ import psycopg2.extensions
 
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId, parse_lsn
+from signaller.sources.base import TableDescription
 from signaller.sources.postgres.defaults import default_text
+from signaller.sources.postgres.pgoutput import Relation, RelationColumn
 from signaller.sources.postgres.relations import ResolvedType
 from signaller.sources.postgres.sqltext import quote_ident
 
@@ -71,6 +74,16 @@ class SlotState:
     plugin: str | None = None
 
 
+@dataclass(frozen=True)
+class PostgresTableInfo(TableDescription):
+    """A table as the catalog describes it now, with what a schema plan needs: its ``oid`` and the
+    pgoutput ``Relation`` message the catalog amounts to (columns in ``attnum`` order, primary-key
+    columns flagged, the table's replica identity)."""
+
+    oid: int
+    relation: Relation
+
+
 class Catalog:
     """Catalog queries for one database. Not thread-safe: one per reader."""
 
@@ -109,6 +122,51 @@ class Catalog:
         """Every user table (ordinary and partitioned) in the database, sorted."""
         rows = self._rows(TABLES_QUERY, TABLES_PARAMS, "listing tables")
         return [TableId(schema, table) for schema, table in rows]
+
+    def describe_table(self, table: TableId) -> PostgresTableInfo | None:
+        """The table's columns, types and keys as the catalog has them now, or None if it does not exist
+        (or is not an ordinary or partitioned table); ``SourceError`` if the catalog cannot be read."""
+        head = self._rows(
+            "SELECT c.oid, c.relreplident, c.reltuples::bigint FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
+            "AND c.relkind IN ('r', 'p')",
+            (table.schema, table.table), f"describing {table}",
+        )
+        if not head:
+            return None
+        oid, identity, reltuples = head[0]
+        cols = self._rows(
+            "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod), "
+            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary "
+            "        AND a.attnum = ANY(i.indkey)) "
+            "FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (oid,), f"describing {table}",
+        )
+        pk = self._rows(
+            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.ord",
+            (oid,), f"reading the primary key of {table}",
+        )
+        unique = self._rows(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = i.indkey[0] WHERE i.indrelid = %s AND i.indisunique AND i.indnatts = 1 "
+            "AND i.indpred IS NULL",
+            (oid,), f"reading unique indexes of {table}",
+        )
+        relation = Relation(
+            relation_id=oid, namespace=table.schema, name=table.table, replica_identity=identity,
+            columns=tuple(RelationColumn(1 if in_pk else 0, name, typid, typmod)
+                          for name, typid, typmod, _, _, in_pk in cols),
+        )
+        return PostgresTableInfo(
+            table_id=table, oid=oid, relation=relation,
+            sql_types={name: sql_type for name, _, _, _, sql_type, _ in cols},
+            not_null=frozenset(name for name, _, _, notnull, _, _ in cols if notnull),
+            primary_key=tuple(r[0] for r in pk),
+            unique_columns=frozenset(r[0] for r in unique),
+            estimated_rows=int(reltuples) if reltuples is not None and reltuples >= 0 else None,
+        )
 
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         """The table's primary-key columns in key order; empty when it has no primary key."""

@@ -26,6 +26,7 @@ import psycopg2.extras
 
 from signaller.config import SignallerConfig
 from signaller.model import ChangeEvent, Op, TableId, TableSchema, format_lsn
+from signaller.sources.base import LogReader
 from signaller.sources.postgres import pgoutput
 from signaller.sources.postgres.catalog import Catalog, translate
 from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
@@ -194,8 +195,9 @@ def row_from_tuple(plan: RelationPlan, values: Any) -> dict[str, Any]:
     return row
 
 
-class PostgresLogReader:
-    """Reads one slot's pgoutput stream for one publication. Not thread-safe."""
+class PostgresLogReader(LogReader[Item]):
+    """Reads one slot's pgoutput stream for one publication (PostgreSQL's
+    :class:`~signaller.sources.base.LogReader`). Not thread-safe."""
 
     def __init__(self, config: SignallerConfig, catalog: Catalog) -> None:
         self._config = config
@@ -222,6 +224,12 @@ class PostgresLogReader:
     def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         override = self._config.key_columns_for(namespace, table)
         return override if override else self._catalog.primary_key_columns(namespace, table)
+
+    @property
+    def relations(self) -> RelationCache:
+        """The stream's schema cache (Relation and Type messages as they arrive); the snapshot's schema
+        provider derives its schemas through the same instance (``PostgresSchemaProvider``)."""
+        return self._relations
 
     @property
     def last_commit_lsn(self) -> int | None:

@@ -350,6 +350,17 @@ class RelationCache:
         self._entries[relation.relation_id] = CachedRelation(relation, schema, names, version)
         return True
 
+    def derive_schema(self, relation: Relation) -> TableSchema:
+        """The schema this cache derives for ``relation`` (with the same type resolutions, key rule,
+        NOT NULL and default look-ups as for the stream's Relation messages), without recording it.
+
+        For a relation described from the catalog rather than the stream (an incremental snapshot's
+        table): the stream's entry for the same id is left as it is, since the log may still hold
+        tuples of the shape it describes (an ``ALTER TABLE`` the stream has not reached yet). Raises
+        what the resolver and the I/O callables raise.
+        """
+        return self._build_schema(relation)
+
     def get(self, relation_id: int) -> CachedRelation:
         """The relation's current entry; :class:`DecodeError` if no Relation message was seen."""
         entry = self._entries.get(relation_id)

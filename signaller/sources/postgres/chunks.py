@@ -1,11 +1,11 @@
-"""PostgreSQL side of the incremental snapshot: describe tables, read max keys and chunks, and
-write the watermarks.
+"""PostgreSQL's chunk reader for incremental snapshots: max keys, chunks, and the watermarks.
 
-Watermarks go to the signal table (``signal.data.collection``) as Debezium writes them
-(``<chunk>-open``/``-close`` rows, ``insert_insert`` or ``insert_delete``); without a signal
-table they are transactional logical-decoding messages (``pg_logical_emit_message``), which
-need no table and no write privilege on user tables. Every write commits before returning, so
-its position in the log is fixed before the chunk SELECT (open) or after it (close).
+``PostgresChunkReader`` implements :class:`signaller.sources.base.ChunkReader`. Watermarks go to the
+signal table (``signal.data.collection``) as Debezium writes them (``<chunk>-open``/``-close`` rows,
+``insert_insert`` or ``insert_delete``); without a signal table they are transactional
+logical-decoding messages (``pg_logical_emit_message``), which need no table and no write privilege
+on user tables. Every write commits before returning, so its position in the log is fixed before the
+chunk SELECT (open) or after it (close).
 
 The connection sets the output formats the value converters expect (ISO dates, ``postgres``
 intervals, hex bytea) so ``::text`` values match pgoutput's text tuples.
@@ -20,12 +20,10 @@ from typing import Any
 import orjson
 import psycopg2
 
-from signaller.errors import SnapshotError
-from signaller.model import TableId
-from signaller.snapshot.chunks import ChunkTable, chunk_query, count_query, max_key_query
-from signaller.snapshot.state import Key
-from signaller.sources.postgres.catalog import TABLES_PARAMS, TABLES_QUERY, connect, translate
-from signaller.sources.postgres.pgoutput import Relation, RelationColumn
+from signaller.model import TableId, parse_lsn
+from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkTable, Key, RawRow
+from signaller.sources.postgres.catalog import connect, translate
+from signaller.sources.postgres.chunk_sql import chunk_query, count_query, max_key_query
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
 from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
@@ -43,7 +41,8 @@ SESSION_SETUP = ("SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SE
 
 @dataclass(frozen=True)
 class VisibleSnapshot:
-    """``pg_current_snapshot()``: ``xmin:xmax:xip,...`` (64-bit transaction ids)."""
+    """``pg_current_snapshot()``: ``xmin:xmax:xip,...`` (64-bit transaction ids); PostgreSQL's
+    :class:`~signaller.sources.base.TransactionVisibility`."""
 
     xmin: int
     xmax: int
@@ -69,26 +68,9 @@ class VisibleSnapshot:
         return xid < self.xmin or (xid < self.xmax and xid not in self.xip)
 
 
-class ChunkQueryError(SnapshotError):
-    """A max-key or chunk query failed (Debezium's ``SQL_EXCEPTION`` status)."""
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    """A table as the catalog describes it now."""
-
-    table_id: TableId
-    oid: int
-    relation: Relation
-    sql_types: dict[str, str]
-    not_null: frozenset[str]
-    primary_key: tuple[str, ...]
-    unique_columns: frozenset[str]
-    estimated_rows: int | None
-
-
-class PostgresChunkSource:
-    """Chunk reads and watermark writes on one autocommit connection. Not thread-safe."""
+class PostgresChunkReader(ChunkReader):
+    """Chunk reads and watermark writes on one autocommit connection (see
+    :class:`~signaller.sources.base.ChunkReader` for the contract). Not thread-safe."""
 
     def __init__(self, dsn: str, signal_table: TableId | None, strategy: str) -> None:
         self._dsn = dsn
@@ -127,61 +109,6 @@ class PostgresChunkSource:
                 self._conn = None
             raise translate(exc, doing) from exc
 
-    # -- tables ---------------------------------------------------------------------------
-    def tables(self) -> list[TableId]:
-        """Every user table (ordinary and partitioned) in the database, sorted; ``SourceError`` if the catalog cannot be
-        read."""
-        rows = self._run("listing tables", TABLES_QUERY, TABLES_PARAMS)
-        return [TableId(s, t) for s, t in rows]
-
-    def describe(self, table: TableId) -> TableInfo | None:
-        """The table's columns, types and keys, or None if it does not exist."""
-        head = self._run(
-            f"describing {table}",
-            "SELECT c.oid, c.relreplident, c.reltuples::bigint FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
-            "AND c.relkind IN ('r', 'p')",
-            (table.schema, table.table),
-        )
-        if not head:
-            return None
-        oid, identity, reltuples = head[0]
-        cols = self._run(
-            f"describing {table}",
-            "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod), "
-            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary "
-            "        AND a.attnum = ANY(i.indkey)) "
-            "FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-            (oid,),
-        )
-        pk = self._run(
-            f"reading the primary key of {table}",
-            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
-            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
-            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.ord",
-            (oid,),
-        )
-        unique = self._run(
-            f"reading unique indexes of {table}",
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = i.indkey[0] WHERE i.indrelid = %s AND i.indisunique AND i.indnatts = 1 "
-            "AND i.indpred IS NULL",
-            (oid,),
-        )
-        relation = Relation(
-            relation_id=oid, namespace=table.schema, name=table.table, replica_identity=identity,
-            columns=tuple(RelationColumn(1 if in_pk else 0, name, typid, typmod)
-                          for name, typid, typmod, _, _, in_pk in cols),
-        )
-        return TableInfo(
-            table_id=table, oid=oid, relation=relation,
-            sql_types={name: sql_type for name, _, _, _, sql_type, _ in cols},
-            not_null=frozenset(name for name, _, _, notnull, _, _ in cols if notnull),
-            primary_key=tuple(r[0] for r in pk),
-            unique_columns=frozenset(r[0] for r in unique),
-            estimated_rows=int(reltuples) if reltuples is not None and reltuples >= 0 else None,
-        )
-
     # -- reads ----------------------------------------------------------------------------
     def max_key(self, table: ChunkTable) -> Key | None:
         """The chunk key of the table's last row in key order (within its filter), None if no row matches;
@@ -203,7 +130,7 @@ class PostgresChunkSource:
         return int(rows[0][0])
 
     def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None,
-                   limit: int) -> list[tuple[str | None, ...]]:
+                   limit: int) -> list[RawRow]:
         """At most ``limit`` rows with ``lower < key <= upper`` (a None bound is open) in key order, every value as its
         type's text: the table's columns, then the chunk-key values; ``ChunkQueryError`` if the query fails."""
         sql = chunk_query(table, lower, upper, limit)
@@ -213,7 +140,7 @@ class PostgresChunkSource:
             raise ChunkQueryError(str(exc)) from exc
 
     def read_chunk_visible(self, table: ChunkTable, lower: Key | None, upper: Key | None,
-                           limit: int) -> tuple[list[tuple[str | None, ...]], VisibleSnapshot, int]:
+                           limit: int) -> tuple[list[RawRow], VisibleSnapshot, int]:
         """Read-only watermarking: the chunk, the MVCC snapshot it was read with, and a WAL
         position (the high watermark) taken after the read, from one REPEATABLE READ transaction.
         Nothing is written."""
@@ -232,8 +159,6 @@ class PostgresChunkSource:
                 # written, and the high watermark must not be below any commit the snapshot saw.
                 cur.execute("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
                             "ELSE pg_current_wal_insert_lsn() END)::text")
-                from signaller.model import parse_lsn
-
                 high = parse_lsn(cur.fetchone()[0])
             finally:
                 cur.close()

@@ -1,4 +1,4 @@
-"""SQL for chunked reads, keyset pagination on the chunk key with row-value comparison.
+"""PostgreSQL SQL for chunked reads, keyset pagination on the chunk key with row-value comparison.
 
 Every column is read as the text of its output function so snapshot rows go through the same
 converters as pgoutput's text tuples and produce byte-identical values and keys. Bounds are written as
@@ -10,33 +10,16 @@ parameter list, so a ``%`` in a filter, a table or a column name is never read a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from signaller.snapshot.state import Key
+from signaller.sources.base import ChunkTable, Key
 from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
-__all__ = ["ChunkTable", "chunk_query", "count_query", "max_key_query", "quote_ident"]
+__all__ = ["chunk_query", "count_query", "max_key_query", "qualified_name"]
 
 
-@dataclass(frozen=True)
-class ChunkTable:
-    """What the chunk queries need to know about one table.
-
-    ``columns`` are the captured columns in table order; ``key`` the chunk key columns with
-    their SQL types (``format_type``), in key order; ``filter`` the normalized additional
-    condition (already safe SQL) or None.
-    """
-
-    schema: str
-    name: str
-    columns: tuple[str, ...]
-    key: tuple[tuple[str, str], ...]
-    filter: str | None = None
-
-    @property
-    def qualified(self) -> str:
-        """The table's schema-qualified name, each part quoted as a SQL identifier."""
-        return f"{quote_ident(self.schema)}.{quote_ident(self.name)}"
+def qualified_name(table: ChunkTable) -> str:
+    """The table's schema-qualified name, each part quoted as a SQL identifier."""
+    return f"{quote_ident(table.schema)}.{quote_ident(table.name)}"
 
 
 def _as_text(refs: Sequence[str]) -> str:
@@ -65,7 +48,7 @@ def max_key_query(table: ChunkTable) -> str:
     where = f" WHERE ({table.filter})" if table.filter else ""
     select = _as_text(keys)
     order = ", ".join(f"{k} DESC" for k in keys)
-    return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT 1"
+    return f"SELECT {select} FROM {qualified_name(table)}{where} ORDER BY {order} LIMIT 1"
 
 
 def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> str:
@@ -83,7 +66,7 @@ def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: 
         conditions.append(f"({table.filter})")
     where = " WHERE " + " AND ".join(conditions) if conditions else ""
     order = ", ".join(keys)
-    return f"SELECT {select} FROM {table.qualified}{where} ORDER BY {order} LIMIT {int(limit)}"
+    return f"SELECT {select} FROM {qualified_name(table)}{where} ORDER BY {order} LIMIT {int(limit)}"
 
 
 def count_query(table: ChunkTable, upper: Key) -> str:
@@ -93,4 +76,4 @@ def count_query(table: ChunkTable, upper: Key) -> str:
     conditions = [f"{_row(keys)} <= {_bound(table, upper)}"]
     if table.filter:
         conditions.append(f"({table.filter})")
-    return f"SELECT count(*) FROM {table.qualified} WHERE {' AND '.join(conditions)}"
+    return f"SELECT count(*) FROM {qualified_name(table)} WHERE {' AND '.join(conditions)}"

@@ -1,0 +1,240 @@
+"""What a source implements: the interfaces the snapshot engine and the capture loop call.
+
+A source is a database the sidecar captures. It provides three things, each a ``Protocol`` here, and
+a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` implementing them:
+
+* :class:`LogReader`: the change stream, read from a position, acknowledged as Kafka confirms;
+* :class:`ChunkReader`: the SQL side of an incremental snapshot (maximum key, keyset chunks,
+  DBLog watermarks, and the read-only variant's transaction visibility);
+* :class:`TableSchemaProvider`: what a table looks like now, and how a chunk row becomes the same
+  row values the stream produces for that table (so READ events and streamed events of one row
+  are byte-identical).
+
+Call order in one capture session: the runtime constructs the three (sharing one schema cache, so
+the stream and the chunks describe a table the same way), opens the log reader at the stored
+position, and hands the chunk reader and the schema provider to the snapshot engine. Everything is
+called from the capture loop's thread; no implementation needs to be thread-safe.
+
+Restart: nothing here keeps state a restart needs. Resume state lives in the offset store (the
+stream position and ``SnapshotState``: the queue, the maximum key and the last key emitted); a new
+session builds new instances and starts from there. Errors: database failures are
+:class:`~signaller.errors.SourceError` (transient or terminal by type); a failed chunk query is
+:class:`ChunkQueryError`. This module holds only neutral value types and interfaces: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from signaller.errors import SnapshotError
+from signaller.model import ChangeEvent, TableId
+
+Key = tuple[str | None, ...]
+"""A chunk key: the key columns' values in key order, each as the source's text for its type (what a
+bound of a chunk query is written from, and what ``SnapshotState`` stores across restarts)."""
+
+RawRow = tuple[str | None, ...]
+"""One row of a chunk query: every value as the source's text for its type (None = SQL NULL)."""
+
+
+class ChunkQueryError(SnapshotError):
+    """A max-key, count or chunk query failed (Debezium's ``SQL_EXCEPTION`` status); its cause is the
+    ``SourceError`` the driver error became."""
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """What the chunk queries need to know about one table.
+
+    ``columns`` are the captured columns in table order; ``key`` the chunk key columns with their
+    source type names (PostgreSQL: ``format_type``), in key order; ``filter`` the normalized
+    additional condition (already checked, safe SQL of the source's dialect) or None.
+    """
+
+    schema: str
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[tuple[str, str], ...]
+    filter: str | None = None
+
+
+@dataclass(frozen=True)
+class TableDescription:
+    """A table as the source's catalog describes it now.
+
+    ``sql_types`` maps every column, in table order, to its source type name (what a filter is
+    checked against); ``primary_key`` is in key order (empty without one); ``unique_columns`` are
+    the columns with a single-column, non-partial unique index; ``estimated_rows`` is the planner's
+    estimate, None when the source has none. A source may subclass it to carry what its
+    :meth:`TableSchemaProvider.rows_for` needs.
+    """
+
+    table_id: TableId
+    sql_types: dict[str, str]
+    not_null: frozenset[str]
+    primary_key: tuple[str, ...]
+    unique_columns: frozenset[str]
+    estimated_rows: int | None
+
+
+class SourceChange(Protocol):
+    """A row change as a source's stream hands it to the capture loop: whatever else it carries (the
+    schema its rows were decoded with), it can be read as a :class:`~signaller.model.ChangeEvent`."""
+
+    @property
+    def event(self) -> ChangeEvent:
+        """The change as a ``ChangeEvent`` (its table, before and after images, transaction id)."""
+        ...
+
+
+ChangeT = TypeVar("ChangeT", bound=SourceChange)
+"""A source's change type, for code generic over sources (the snapshot engine)."""
+ChangeT_co = TypeVar("ChangeT_co", bound=SourceChange, covariant=True)
+ItemT_co = TypeVar("ItemT_co", covariant=True)
+
+
+class TransactionVisibility(Protocol):
+    """Which transactions a chunk's read saw (read-only snapshots, no watermark writes): a streamed
+    change of a transaction the read saw is already in the chunk, so it must not evict the chunk's
+    row; any other change must."""
+
+    def sees(self, tx_id: int, /) -> bool:
+        """Whether the read saw the effects of transaction ``tx_id`` (as the stream numbers it), i.e.
+        it committed before the read's snapshot was taken. Pure; never raises."""
+        ...
+
+
+class TableRows(Protocol[ChangeT_co]):
+    """How the rows of one table, as described at one moment, become change-event rows.
+
+    Made by :meth:`TableSchemaProvider.rows_for`; immutable. It stays valid after the table is
+    altered (it describes the table as it was when made); the engine asks for a new one each time
+    a table's snapshot starts, also after a restart.
+    """
+
+    @property
+    def table_id(self) -> TableId:
+        """The table the rows belong to."""
+        ...
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The captured columns in table order: what a chunk query selects, in this order."""
+        ...
+
+    @property
+    def emitted_columns(self) -> tuple[str, ...]:
+        """The columns whose values appear in change events (captured and of a type the source can
+        convert); a chunk key column outside them could not be matched against streamed changes."""
+        ...
+
+    def row(self, values: Sequence[str | None]) -> dict[str, Any]:
+        """The row values the stream would produce for the same row: ``values`` are one chunk row's
+        first ``len(columns)`` values, in :attr:`columns` order. Raises what the value converters
+        raise for text the type cannot hold (never expected from the source's own output)."""
+        ...
+
+    def read_change(self, event: ChangeEvent) -> ChangeT_co:
+        """``event`` (a READ of this table) wrapped as the stream wraps its changes, so the capture
+        loop sends it the way it sends streamed ones. Pure."""
+        ...
+
+
+class TableSchemaProvider(Protocol[ChangeT_co]):
+    """What the source's tables look like now.
+
+    The provider shares the stream's schema cache: :meth:`rows_for` derives a table's schema with the
+    same type resolution, key rule (``message.key.columns`` included) and column filters as the log
+    reader, so a READ of a row and a streamed change of it carry the same schema and key. Every
+    method may query the catalog (call them between log batches, not per row) and raises
+    ``SourceError`` when it cannot be read. Holds no state a restart needs.
+    """
+
+    def tables(self) -> list[TableId]:
+        """Every user table in the database (captured or not), sorted."""
+        ...
+
+    def describe(self, table: TableId) -> TableDescription | None:
+        """The table as the catalog describes it now (re-read at every call, so an ALTER since the
+        last call is seen), or None if it does not exist."""
+        ...
+
+    def rows_for(self, table: TableDescription) -> TableRows[ChangeT_co]:
+        """How chunk rows of ``table`` (a description this provider made) become change-event rows;
+        ``SourceError`` if a column's type cannot be resolved."""
+        ...
+
+
+class ChunkReader(Protocol):
+    """The SQL side of an incremental snapshot (DBLog): maximum key, keyset chunks, watermarks.
+
+    Each method runs its statement(s) and returns once they are done; a watermark write is committed
+    before it returns, so its place in the log is fixed (the open one before the chunk query, the
+    close one after it). A dropped connection is opened again at the next call. Keyset bounds are
+    exclusive below and inclusive above (``lower < key <= upper``), a None bound is open; rows come
+    in key order. Holds no state a restart needs: the engine stores the keys it reached.
+    """
+
+    def max_key(self, table: ChunkTable) -> Key | None:
+        """The chunk key of the table's last row in key order (within its filter), None if no row
+        matches; ``ChunkQueryError`` if the query fails."""
+        ...
+
+    def count_rows(self, table: ChunkTable, upper: Key) -> int:
+        """The rows with ``key <= upper`` within the table's filter (an exact count);
+        ``ChunkQueryError`` if the query fails."""
+        ...
+
+    def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> list[RawRow]:
+        """At most ``limit`` rows with ``lower < key <= upper``, in key order: each the table's
+        ``columns`` then the chunk key's values, every value as its type's text;
+        ``ChunkQueryError`` if the query fails."""
+        ...
+
+    def read_chunk_visible(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                           limit: int) -> tuple[list[RawRow], TransactionVisibility, int]:
+        """Read-only watermarking (nothing is written): the chunk as :meth:`read_chunk` reads it, the
+        visibility of the read, and the log position (the high watermark) taken after the read, so
+        every change the read saw is in the log before it; ``ChunkQueryError`` if the read fails."""
+        ...
+
+    def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
+        """Write and commit the open or close watermark of ``chunk_id``; it comes back through the log
+        as a window marker (``<chunk_id>-open`` / ``-close``). ``SourceError`` if the write fails."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection if one is open; never raises, and the next call connects again."""
+        ...
+
+
+class LogReader(Protocol[ItemT_co]):
+    """The change stream: row changes and transaction boundaries, in commit order.
+
+    Lifecycle: :meth:`open` → repeated :meth:`poll` → :meth:`acknowledge` as Kafka confirms →
+    :meth:`close`. Positions are the source's, as integers ordered like the log (PostgreSQL: the
+    LSN). On restart the source resends every transaction that commits after the last acknowledged
+    position: duplicates are possible, loss is not. Errors are ``SourceError``s (transient ones are
+    worth a new session).
+    """
+
+    def open(self, start_position: int, /) -> None:
+        """Connect and start streaming after ``start_position`` (0: wherever the source's own durable
+        position is)."""
+        ...
+
+    def poll(self, max_items: int, timeout_s: float) -> Sequence[ItemT_co]:
+        """Up to about ``max_items`` items, waiting at most ``timeout_s`` for the first one; whole
+        transactions in commit order, across calls."""
+        ...
+
+    def acknowledge(self, position: int, /) -> None:
+        """Everything up to ``position`` is durable downstream: the source may release its log up to
+        there. The only call that moves the source's durable position."""
+        ...
+
+    def close(self) -> None:
+        """Close the stream's connection, if any; never raises, and ``open`` may be called again."""
+        ...
