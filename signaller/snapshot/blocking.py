@@ -100,7 +100,7 @@ class BlockingSnapshot:
                     now_us = time.time_ns() // 1000
                     row = row_from_tuple(plan, values[:width])
                     event = ChangeEvent(Op.READ, table_id, None, row, None, None, None, None, now_us, flag)
-                    self._emit(Change(event, plan))
+                    self._emit(Change.from_event(event, plan))
                     emitted += 1
                 current = following
         except (ChunkQueryError, SourceError) as exc:

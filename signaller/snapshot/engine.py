@@ -357,7 +357,7 @@ class IncrementalSnapshotter:
         table_id = prepared.info.table_id
         for row in rows:
             event = ChangeEvent(Op.READ, table_id, None, row, lsn, None, last_commit, None, now_us, "incremental")
-            self._emit(Change(event, prepared.plan))
+            self._emit(Change.from_event(event, prepared.plan))
         self.rows_emitted += len(rows)
         queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
                              head.rows + len(rows), head.started_at), *self._state.queue[1:])
