@@ -1,8 +1,11 @@
 """The streaming loop: PostgreSQL log → Debezium envelopes → Kafka, with offsets committed only
 for what Kafka acknowledged.
 
-Commit order, fixed here and nowhere else: ``sink.safe_position()`` (everything up to the
-position is in Kafka, acks=all) → ``store.commit(offsets)`` (durable) →
+Every record goes through the session's :class:`~signaller.runtime.dispatch.EventDispatcher`;
+the loop opens and closes the checkpoint's groups around transactions and heartbeats.
+Commit order, fixed here and nowhere else: ``sink.raise_if_failed()`` then
+``checkpoint.committable()`` (everything up to the position is in Kafka, acks=all) →
+``store.commit(offsets)`` (durable) →
 ``reader.acknowledge(position)`` (PostgreSQL may drop the WAL). A kill -9 between any two steps
 loses nothing: the stored position is never ahead of Kafka, and the slot never ahead of the
 stored position; on restart PostgreSQL resends every transaction after the stored position.
@@ -21,7 +24,9 @@ from confluent_kafka import KafkaError, KafkaException
 from signaller.api.metrics import MetricsRegistry
 from signaller.config import SignallerConfig
 from signaller.errors import SinkError, TerminalSinkError, TransientSinkError, TransientSourceError
-from signaller.model import Op, format_lsn
+from signaller.model import format_lsn
+from signaller.runtime.checkpoint import Checkpoint
+from signaller.runtime.dispatch import EventDispatcher
 from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
@@ -29,26 +34,9 @@ from signaller.snapshot.state import SnapshotState
 from signaller.sources.postgres.catalog import Catalog
 from signaller.sources.postgres.chunks import PostgresChunkReader
 from signaller.sources.postgres.conversion import UNREPRESENTABLE
-from signaller.sources.postgres.reader import (
-    Change,
-    LogicalMessage,
-    PostgresLogReader,
-    RelationPlan,
-    TxBegin,
-    TxCommit,
-)
+from signaller.sources.postgres.reader import Change, LogicalMessage, PostgresLogReader, TxBegin, TxCommit
 from signaller.sources.postgres.schemas import PostgresSchemaProvider
 from signaller.state import Offsets, OffsetStore, open_store
-from signaller.wire.envelope import EnvelopeSerializer
-from signaller.wire.records import (
-    heartbeat_key,
-    heartbeat_value,
-    postgres_transaction_id,
-    transaction_begin_value,
-    transaction_block,
-    transaction_end_value,
-    transaction_key,
-)
 
 log = logging.getLogger("signaller.capture")
 STALL_WARNING_S = 15.0
@@ -65,39 +53,6 @@ class CaptureStats:
     started_at: float = field(default_factory=time.time)
 
 
-class _TxMetadata:
-    """Transaction BEGIN/END records and per-event ``transaction`` blocks (when enabled)."""
-
-    def __init__(self, sink: KafkaSink, topic: str, schemas: bool) -> None:
-        self.sink, self.topic, self.schemas = sink, topic, schemas
-        self.xid = 0
-        self.total = 0
-        self.per_table: dict[str, int] = {}
-
-    # Debezium's PostgreSQL transaction ids are ``<xid>:<LSN of the message>``: the BEGIN record's
-    # LSN is the BEGIN message's, each event's its own, the END record's the COMMIT message's (the
-    # transaction's end LSN). Only the xid is the same throughout a transaction.
-    def begin(self, item: TxBegin) -> None:
-        self.xid = item.xid
-        self.total, self.per_table = 0, {}
-        tx_id = postgres_transaction_id(item.xid, item.begin_lsn)
-        key = transaction_key(tx_id, schemas_enable=self.schemas)
-        self.sink.send(self.topic, key, transaction_begin_value(tx_id, item.commit_ts_us // 1000,
-                                                                schemas_enable=self.schemas))
-
-    def block(self, table: str, lsn: int | None) -> dict[str, Any]:
-        self.total += 1
-        self.per_table[table] = self.per_table.get(table, 0) + 1
-        return transaction_block(postgres_transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
-
-    def end(self, item: TxCommit) -> None:
-        tx_id = postgres_transaction_id(item.xid, item.end_lsn)
-        key = transaction_key(tx_id, schemas_enable=self.schemas)
-        value = transaction_end_value(tx_id, item.commit_ts_us // 1000, self.total,
-                                      sorted(self.per_table.items()), schemas_enable=self.schemas)
-        self.sink.send(self.topic, key, value)
-
-
 def kafka_failure(exc: KafkaException, bootstrap: str) -> SinkError:
     """A ``KafkaException`` that escaped the sink, as a ``TransientSinkError`` (retried with backoff)
     unless the client reports it fatal (``TerminalSinkError``)."""
@@ -107,33 +62,6 @@ def kafka_failure(exc: KafkaException, bootstrap: str) -> SinkError:
     if isinstance(error, KafkaError) and error.fatal():
         return TerminalSinkError(msg)
     return TransientSinkError(msg)
-
-
-def _now_us() -> int:
-    return time.time_ns() // 1000
-
-
-class _TableOutput:
-    """Where and how one relation plan's changes go: topic, serializer, and whether the plan's
-    rows fit :meth:`EnvelopeSerializer.serialize_streamed` (the same columns in the same order)."""
-
-    __slots__ = ("name", "plan", "serializer", "streamed", "topic")
-
-    def __init__(self, plan: RelationPlan, config: SignallerConfig) -> None:
-        self.plan = plan
-        self.serializer = EnvelopeSerializer(
-            plan.schema, plan.codecs, topic_prefix=config.topic_prefix,
-            database=config.database_dbname,
-            schemas_enable=config.value_converter_schemas_enable,
-            key_schemas_enable=config.key_converter_schemas_enable,
-        )
-        self.topic = config.topic_for(plan.table_id)
-        self.name = str(plan.table_id)
-        self.streamed = tuple(slot[1] for slot in plan.slots) == self.serializer.value_names
-
-
-_OP_VALUES = {op: op.value for op in Op}
-_DELETE = Op.DELETE  # a global is cheaper than the enum attribute on the hot path
 
 
 class CaptureLoop:
@@ -150,13 +78,11 @@ class CaptureLoop:
         self.config = config
         self.control = control
         self.metrics = metrics
-        self._event_counts: dict[tuple[str, str], int] = {}
         self.store = store or open_store(config)
         self.stats = CaptureStats()
         self._stopping = False
-        self._outputs: dict[int, _TableOutput] = {}
-        self._tombstones = config.tombstones_on_delete
         self._on_change = on_change
+        self._dispatcher: EventDispatcher | None = None
 
     def stop(self) -> None:
         """Ask the session to end (any thread): the loop finishes its current batch, commits what Kafka acknowledged and
@@ -188,6 +114,10 @@ class CaptureLoop:
         sink = KafkaSink(config.producer_config(), TopicManager(
             config.kafka_client_config(), config.topic_creation_default_partitions,
             config.topic_creation_default_replication_factor), config.event_processing_failure_handling_mode.value)
+        checkpoint = Checkpoint(on_failure=sink.delivery_failed)
+        dispatcher = self._dispatcher = EventDispatcher(config, sink, checkpoint, self.stats,
+                                                        count_by_table=self.metrics is not None,
+                                                        on_change=self._on_change)
         from signaller.runtime.snapshots import SnapshotCoordinator
 
         # The snapshot's side of the source: its own connection for chunks and watermarks, and the
@@ -195,8 +125,8 @@ class CaptureLoop:
         chunks = PostgresChunkReader(config.libpq_dsn(), config.signal_data_collection,
                                      config.incremental_snapshot_watermarking_strategy.value)
         schemas = PostgresSchemaProvider(config, catalog, reader.relations)
-        snapshots = SnapshotCoordinator(config, chunks, schemas, sink, lambda change: self._send(sink, change, None),
-                                        self.control, commit_now=lambda: self._commit(reader, sink, final=True),
+        snapshots = SnapshotCoordinator(config, chunks, schemas, dispatcher, checkpoint, self.control,
+                                        commit_now=lambda: self._commit(reader, sink, checkpoint, final=True),
                                         status_changed=lambda: self._publish_status(snapshots))
         self._snapshots = snapshots
         try:
@@ -206,7 +136,7 @@ class CaptureLoop:
             self.stats.committed_lsn = start
             reader.open(start)
             snapshots.start(offsets, tables)
-            self._stream(reader, sink, snapshots)
+            self._stream(reader, sink, checkpoint, dispatcher, snapshots)
         except KafkaException as exc:
             # A Kafka client call (metadata, topic creation) failed outside the delivery path: an
             # unreachable or unhealthy cluster is worth retrying, not a reason to exit.
@@ -214,7 +144,7 @@ class CaptureLoop:
         finally:
             try:
                 # Whatever Kafka already acknowledged is safe to record, even after a failure.
-                self._commit(reader, sink, final=self._stopping)
+                self._commit(reader, sink, checkpoint, final=self._stopping)
             except Exception as exc:  # the original error (if any) is the one to report
                 log.warning("could not commit offsets while closing: %s", exc)
             finally:
@@ -224,10 +154,9 @@ class CaptureLoop:
                 catalog.close()
 
     # -- the loop -------------------------------------------------------------------------
-    def _stream(self, reader: PostgresLogReader, sink: KafkaSink, snapshots: Any) -> None:
+    def _stream(self, reader: PostgresLogReader, sink: KafkaSink, checkpoint: Checkpoint,
+                dispatcher: EventDispatcher, snapshots: Any) -> None:
         config = self.config
-        schemas = config.value_converter_schemas_enable
-        tx_meta = _TxMetadata(sink, config.transaction_topic, schemas) if config.provide_transaction_metadata else None
         flush_every = max(0.05, config.offset_flush_interval_ms / 1000)
         heartbeat_every = config.heartbeat_interval_ms / 1000
         next_flush = next_heartbeat = time.monotonic()
@@ -237,17 +166,15 @@ class CaptureLoop:
             for item in items:
                 if type(item) is Change:
                     snapshots.on_change(item)
-                    self._send(sink, item, tx_meta)
+                    dispatcher.streamed(item)
                 elif type(item) is TxBegin:
                     in_tx = True
-                    sink.begin()
+                    checkpoint.begin()
                     snapshots.on_begin()
-                    if tx_meta:
-                        tx_meta.begin(item)
+                    dispatcher.transaction_begin(item)
                 elif type(item) is TxCommit:
-                    if tx_meta:
-                        tx_meta.end(item)
-                    sink.close_group(item.end_lsn, snapshots.on_commit(item.end_lsn))
+                    dispatcher.transaction_end(item)
+                    checkpoint.close_group(item.end_lsn, snapshots.on_commit(item.end_lsn))
                     in_tx = False
                     self.stats.transactions += 1
                     self.stats.last_commit_ts_us = item.commit_ts_us
@@ -260,44 +187,12 @@ class CaptureLoop:
                 snapshots.tick(reader.wal_end, reader.last_commit_lsn)
             now = time.monotonic()
             if heartbeat_every and now >= next_heartbeat and not in_tx:
-                self._heartbeat(reader, sink)
+                self._heartbeat(reader, checkpoint, dispatcher)
                 next_heartbeat = now + heartbeat_every
             if now >= next_flush:
-                self._commit(reader, sink)
+                self._commit(reader, sink, checkpoint)
                 next_flush = now + flush_every
                 self._publish_status(snapshots)
-
-    def _send(self, sink: KafkaSink, change: Change, tx_meta: _TxMetadata | None) -> None:
-        plan = change.plan
-        output = self._outputs.get(id(plan))
-        if output is None or output.plan is not plan:
-            output = self._outputs[id(plan)] = _TableOutput(plan, self.config)
-        tx = change.tx
-        if tx is not None and output.streamed:
-            # A streamed change (from the reader): its rows are the plan's, its table the plan's.
-            name, topic = output.name, output.topic
-            block = tx_meta.block(name, change.lsn) if tx_meta else None
-            key, value = output.serializer.serialize_streamed(
-                change.op, change.before, change.after, change.lsn, tx,  # type: ignore[arg-type]
-                ts_us_now=_now_us(), transaction=block)
-        else:
-            event = change.event
-            if event.table == plan.table_id:
-                name, topic = output.name, output.topic
-            else:
-                name, topic = str(event.table), self.config.topic_for(event.table)
-            block = tx_meta.block(name, change.lsn) if tx_meta else None
-            key = output.serializer.serialize_key(event.after if event.after is not None else event.before)
-            value = output.serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block)
-        sink.send(topic, key, value)
-        if change.op is _DELETE and self._tombstones:
-            sink.send(topic, key, None)
-        self.stats.events += 1
-        if self.metrics is not None:
-            counter = (name, _OP_VALUES[change.op])
-            self._event_counts[counter] = self._event_counts.get(counter, 0) + 1
-        if self._on_change is not None:
-            self._on_change(change)
 
     def _report_skipped(self, sink: KafkaSink, snapshots: Any) -> None:
         """A notification and a metric for each record the sink left out (warn/skip mode)."""
@@ -310,37 +205,38 @@ class CaptureLoop:
                 lsn=format_lsn(record.lsn) if record.lsn is not None else "", size=str(record.size),
                 limit=str(record.limit), limit_setting=record.limit_setting))
 
-    def _heartbeat(self, reader: PostgresLogReader, sink: KafkaSink) -> None:
+    def _heartbeat(self, reader: PostgresLogReader, checkpoint: Checkpoint, dispatcher: EventDispatcher) -> None:
         """A heartbeat record; once delivered, the offset may move to the server's WAL position
         even if no captured table changed, so an idle database does not pin WAL."""
-        schemas = self.config.value_converter_schemas_enable
-        sink.begin()
-        sink.send(self.config.heartbeat_topic, heartbeat_key(self.config.topic_prefix, schemas_enable=schemas),
-                  heartbeat_value(_now_us() // 1000, schemas_enable=schemas))
-        sink.close_group(max(reader.wal_end, self.stats.committed_lsn))
+        checkpoint.begin()
+        dispatcher.heartbeat()
+        checkpoint.close_group(max(reader.wal_end, self.stats.committed_lsn))
 
-    def _commit(self, reader: PostgresLogReader, sink: KafkaSink, final: bool = False) -> None:
-        position = sink.flush(10) if final else sink.safe_position()
-        state = sink.safe_state()
+    def _commit(self, reader: PostgresLogReader, sink: KafkaSink, checkpoint: Checkpoint, final: bool = False) -> None:
+        if final:
+            checkpoint.drain(10, sink.flush)
+        sink.raise_if_failed()  # nothing after a failed delivery is ever committed
+        committable = checkpoint.committable()
+        position, state = committable.position, committable.snapshot
         if position > self.stats.committed_lsn or (state is not None and state is not self._committed_state):
-            snapshot = state.to_offset() if isinstance(state, SnapshotState) else None
+            snapshot = state.to_offset() if state is not None else None
             self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None, snapshot=snapshot))
             self._committed_state = state
             reader.acknowledge(position)
             self.stats.committed_lsn = position
             self._stalled_since = None
-        elif sink.in_flight():
-            self._warn_if_stalled(sink)
+        elif checkpoint.in_flight():
+            self._warn_if_stalled(checkpoint)
 
     _stalled_since: float | None = None
-    _committed_state: object | None = None
+    _committed_state: SnapshotState | None = None
     _snapshots: Any = None
 
     def _publish_status(self, snapshots: Any) -> None:
         if self.metrics is not None:
-            for (table, op), count in self._event_counts.items():
-                self.metrics.count_events(table, op, count)
-            self._event_counts.clear()
+            if self._dispatcher is not None:
+                for (table, op), count in self._dispatcher.take_event_counts().items():
+                    self.metrics.count_events(table, op, count)
             for (table, column, kind), count in UNREPRESENTABLE.drain().items():
                 self.metrics.count_unrepresentable(table, column, kind, count)
             if self.stats.last_commit_ts_us:
@@ -350,11 +246,11 @@ class CaptureLoop:
         base = SidecarStatus(streaming=True, committed_lsn=self.stats.committed_lsn, events=self.stats.events)
         self.control.publish(snapshots.status(base))
 
-    def _warn_if_stalled(self, sink: KafkaSink) -> None:
+    def _warn_if_stalled(self, checkpoint: Checkpoint) -> None:
         now = time.monotonic()
         if self._stalled_since is None:
             self._stalled_since = now
         elif now - self._stalled_since > STALL_WARNING_S:
             log.warning("waiting for Kafka: %d record(s) unacknowledged for %.0fs; offsets stay at %s",
-                        sink.in_flight(), now - self._stalled_since, format_lsn(self.stats.committed_lsn))
+                        checkpoint.in_flight(), now - self._stalled_since, format_lsn(self.stats.committed_lsn))
             self._stalled_since = now

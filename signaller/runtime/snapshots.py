@@ -56,10 +56,11 @@ from confluent_kafka import KafkaException
 from signaller.config import SignallerConfig
 from signaller.errors import SignalError, SinkError, is_transient
 from signaller.model import TableId
+from signaller.runtime.checkpoint import Checkpoint
+from signaller.runtime.dispatch import EventDispatcher
 from signaller.signals.channels import HttpSignalChannel, SignalChannelReader, SignalTableChannel
 from signaller.signals.model import ExecuteSnapshot, Signal, SignalOutcome, WindowMarker
 from signaller.signals.values import unexpected_reason
-from signaller.sinks.kafka import KafkaSink
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.engine import IncrementalSnapshotter
@@ -69,39 +70,37 @@ from signaller.sources.postgres.reader import Change, LogicalMessage
 from signaller.state import Offsets
 
 log = logging.getLogger("signaller.snapshots")
-SendChange = Callable[[Change], None]
 
 
 class SnapshotCoordinator:
     """Owns the engine, the signal channels and the control queue for one capture session."""
 
     def __init__(self, config: SignallerConfig, chunks: ChunkReader, schemas: TableSchemaProvider[Change],
-                 sink: KafkaSink, send: SendChange, control: SidecarControl | None,
+                 dispatcher: EventDispatcher, checkpoint: Checkpoint, control: SidecarControl | None,
                  commit_now: Callable[[], None] | None = None,
                  status_changed: Callable[[], None] | None = None) -> None:
         """``chunks`` and ``schemas`` are the source's chunk reader and schema provider (the latter on the
-        log reader's schema cache); the coordinator closes ``chunks``. ``commit_now`` stores everything
-        Kafka acknowledged (waiting for it); ``status_changed`` publishes the current status to
-        ``control`` (both from the capture loop)."""
+        log reader's schema cache); the coordinator closes ``chunks``. READs and notifications go out
+        through ``dispatcher``, in ``checkpoint``'s groups; ``commit_now`` stores everything Kafka
+        acknowledged (waiting for it); ``status_changed`` publishes the current status to ``control``
+        (both from the capture loop)."""
         from signaller.signals.filters import compile_filter
 
         self._config = config
-        self._sink = sink
-        self._send = send
+        self._dispatcher = dispatcher
+        self._checkpoint = checkpoint
         self.control = control
         self._commit_now = commit_now
         self._status_changed = status_changed
         self._read_problems: dict[str, str] = {}
         self._chunks = chunks
-        self.engine = IncrementalSnapshotter(config, chunks, schemas, self._emit_read, self._notify, compile_filter)
+        self.engine = IncrementalSnapshotter(config, chunks, schemas, dispatcher.read, self._notify, compile_filter)
         self._signal_table = config.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None
         self._next_channel_poll = 0.0
         self._last_end_lsn = 0
         self._in_tx = False
-        self._notification_topic = (config.notification_sink_topic_name
-                                    if "sink" in {c.value for c in config.notification_enabled_channels} else None)
         self._log_notifications = "log" in {c.value for c in config.notification_enabled_channels}
         self._table_channel = SignalTableChannel(
             self._signal_table, enabled="source" in {c.value for c in config.signal_enabled_channels},
@@ -319,17 +318,14 @@ class SnapshotCoordinator:
     def _adhoc_group(self) -> Iterator[None]:
         """Outside a transaction, records (READs, notifications) and state changes go into a
         group of their own, ordered after everything sent before; inside one, into its group."""
-        if self._in_tx or self._sink.has_open_group():
+        if self._in_tx or self._checkpoint.has_open_group():
             yield
             return
-        self._sink.begin()
+        self._checkpoint.begin()
         try:
             yield
         finally:
-            self._sink.close_group(self._last_end_lsn, self.engine.state)
-
-    def _emit_read(self, change: Change) -> None:
-        self._send(change)
+            self._checkpoint.close_group(self._last_end_lsn, self.engine.state)
 
     def notify(self, notification: notes.Notification) -> None:
         """Send ``notification`` on the enabled channels; call it outside a transaction."""
@@ -337,12 +333,9 @@ class SnapshotCoordinator:
             self._notify(notification)
 
     def _notify(self, notification: notes.Notification) -> None:
-        if self._log_notifications or self._notification_topic is None:
+        if self._log_notifications or self._dispatcher.notification_topic is None:
             notes.log_notification(notification)
-        if self._notification_topic is not None:
-            schemas = self._config.value_converter_schemas_enable
-            key, value = notification.key_bytes(schemas), notification.value_bytes(schemas)
-            self._sink.send(self._notification_topic, key, value)
+        self._dispatcher.notification(notification)
 
     def status(self, base: SidecarStatus) -> SidecarStatus:
         """``base`` (the streaming figures) with the engine's snapshot progress."""

@@ -1,20 +1,20 @@
-"""The Kafka sink: serializes change events and produces them (idempotent, ``acks=all``), and
-tells the runtime which log position Kafka has fully acknowledged.
+"""The Kafka sink: produces records (idempotent, ``acks=all``) and reports their delivery.
 
-Acknowledgement tracking: records are grouped by the transaction they belong to. A transaction
-is *safe* when it is closed (its commit was seen) and every record of it, and of every earlier
-transaction, was delivered. ``safe_position()`` is the ``end_lsn`` of the newest safe
-transaction, the only value the runtime may store as its offset and confirm to PostgreSQL. A
-delivery error makes the sink *failed*: ``raise_if_failed()`` raises and the runtime restarts
-from the stored offset, so nothing after the failure is ever acknowledged.
+``send(topic, key, value, on_delivery)`` produces one record and returns whether it did;
+``on_delivery(error, message)`` is called with Kafka's acknowledgement (or failure) of each
+produced record while ``poll`` or ``flush`` serves delivery reports. What acknowledgements add up
+to (a committable position and snapshot state) is :mod:`signaller.runtime.checkpoint`'s business,
+not the sink's. A delivery error reported back to the sink (:meth:`KafkaSink.delivery_failed`) or
+a fatal client error makes the sink *failed*: ``raise_if_failed()`` raises and the runtime
+restarts from the stored offset, so nothing after the failure is ever acknowledged.
 
 Records too large for Kafka (``event.processing.failure.handling.mode``): before producing, a
 record's size (key + value bytes) is compared with the producer's ``message.max.bytes`` and the
 topic's ``max.message.bytes`` (read once per topic, less a batch-framing margin); librdkafka's
 own ``MSG_SIZE_TOO_LARGE`` from ``produce()`` is treated the same way. With ``fail`` (Debezium's
 default) ``send`` raises :class:`TerminalSinkError` naming the topic, table, key, LSN, size,
-limit and the settings to change. With ``warn``/``skip`` the record is not produced and counts
-as done (it never holds back ``safe_position()``, so a restart does not retry it): a warning
+limit and the settings to change. With ``warn``/``skip`` the record is not produced (``send``
+returns False: it never holds back the committable position, so a restart does not retry it): a warning
 with its coordinates is logged and a :class:`SkippedRecord` is queued in ``skipped`` for the
 runtime's notification and metric. A broker that still refuses a batch as too large (the topic
 limit was lowered while running, or ``batch.size`` exceeds it) makes the sink fail terminally
@@ -25,8 +25,7 @@ would lose records that fit.
 from __future__ import annotations
 
 import logging
-import time
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,25 +39,8 @@ from signaller.model import format_lsn
 log = logging.getLogger("signaller.sink")
 
 
-class _Group:
-    """Records of one transaction (or one heartbeat/snapshot chunk) awaiting delivery."""
-
-    __slots__ = ("callback", "closed", "end_lsn", "pending", "sink", "state")
-
-    def __init__(self, sink: KafkaSink) -> None:
-        self.pending = 0
-        self.closed = False
-        self.end_lsn = 0
-        self.sink = sink
-        self.state: object | None = None
-        self.callback = self.on_delivery  # one bound method per group, not one per record
-
-    def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
-        self.pending -= 1
-        if err is not None:
-            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                self.sink._refused_by_broker(msg)
-            self.sink._fail(err)
+DeliveryCallback = Callable[[KafkaError | None, Any], None]
+"""Called with each produced record's delivery report: ``(error or None, message)``."""
 
 
 DEFAULT_MESSAGE_MAX_BYTES = 1_000_000
@@ -169,7 +151,7 @@ class TopicManager:
 
 
 class KafkaSink:
-    """One idempotent producer plus position bookkeeping. Not thread-safe."""
+    """One idempotent producer that reports deliveries. Not thread-safe."""
 
     def __init__(self, producer_config: dict[str, Any], topics: TopicManager, failure_mode: str = "fail") -> None:
         config = {"partitioner": "murmur2_random", "queue.buffering.max.messages": 500000,
@@ -179,10 +161,6 @@ class KafkaSink:
         self._produce = self._producer.produce
         self._topics = topics
         self._ready_topics: set[str] = set()
-        self._groups: deque[_Group] = deque()
-        self._current: _Group | None = None
-        self._safe = 0
-        self._safe_state: object | None = None
         self._failure: KafkaError | None = None
         self._failure_detail: str | None = None
         self.produced = 0
@@ -193,18 +171,10 @@ class KafkaSink:
         """Records left out under warn/skip, for the runtime to notify and count (it clears the list)."""
 
     # -- producing ------------------------------------------------------------------------
-    def begin(self) -> None:
-        """Start a group (a transaction); records sent until ``close_group`` belong to it."""
-        self._current = _Group(self)
-        self._groups.append(self._current)
-
-    def send(self, topic: str, key: bytes | None, value: bytes | None) -> None:
-        """Produce one record in the current group (starting one if none is open)."""
-        group = self._current
-        if group is None:
-            self.begin()
-            group = self._current
-            assert group is not None
+    def send(self, topic: str, key: bytes | None, value: bytes | None, on_delivery: DeliveryCallback) -> bool:
+        """Produce one record (creating ``topic`` on first use); True if produced, and then
+        ``on_delivery`` gets its delivery report, False if left out as too large (warn/skip).
+        Raises ``TerminalSinkError`` for a record too large under ``fail`` or one the client refuses."""
         if topic not in self._ready_topics:
             self._topics.ensure(topic)
             self._ready_topics.add(topic)
@@ -213,21 +183,20 @@ class KafkaSink:
         limit, setting = self._limits[topic]
         if size > limit:
             self._too_large(SkippedRecord(topic, key, size, limit, setting, *_source_of(value)))
-            return
-        group.pending += 1
+            return False
         try:
-            self._produce(topic, value, key, on_delivery=group.callback)
+            self._produce(topic, value, key, on_delivery=on_delivery)
         except BufferError:
-            self._produce_when_room(topic, key, value, group)
+            self._produce_when_room(topic, key, value, on_delivery)
         except KafkaException as exc:
-            group.pending -= 1
             if _too_large_error(exc):
                 self._too_large(SkippedRecord(topic, key, size, self._max_bytes, "producer.override.message.max.bytes",
                                               *_source_of(value)))
-                return
+                return False
             msg = f"cannot produce to {topic!r}: {exc}"
             raise TerminalSinkError(msg) from exc
         self.produced += 1
+        return True
 
     def _limit_for(self, topic: str) -> tuple[int, str]:
         """The size above which a record of ``topic`` cannot be produced, and the setting that sets it."""
@@ -264,71 +233,35 @@ class KafkaSink:
             "max.message.bytes (or the broker's message.max.bytes), or lower producer.override.batch.size "
             "below it")
 
-    def _produce_when_room(self, topic: str, key: bytes | None, value: bytes | None, group: _Group) -> None:
+    def _produce_when_room(self, topic: str, key: bytes | None, value: bytes | None,
+                           on_delivery: DeliveryCallback) -> None:
         """The producer's queue is full: serve delivery reports until the record fits."""
         while True:
             self._producer.poll(0.05)
             try:
-                self._produce(topic, value, key, on_delivery=group.callback)
+                self._produce(topic, value, key, on_delivery=on_delivery)
                 return
             except BufferError:
                 continue
             except KafkaException as exc:
-                group.pending -= 1
                 msg = f"cannot produce to {topic!r}: {exc}"
                 raise TerminalSinkError(msg) from exc
 
-    def close_group(self, end_lsn: int, state: object | None = None) -> None:
-        """The current group is complete; once delivered, ``end_lsn`` becomes safe, and
-        ``state`` (if given: the snapshot state as of the group's end) becomes ``safe_state()``."""
-        group = self._current
-        if group is None:
-            self.begin()
-            group = self._current
-            assert group is not None
-        group.end_lsn = end_lsn
-        group.state = state
-        group.closed = True
-        self._current = None
-
-    def has_open_group(self) -> bool:
-        """Whether a group was begun and not yet closed (records sent now join it)."""
-        return self._current is not None
-
-    def safe_state(self) -> object | None:
-        """The state attached to the newest safe group that carried one (see ``close_group``)."""
-        return self._safe_state
-
-    # -- acknowledgements -----------------------------------------------------------------
+    # -- delivery reports -----------------------------------------------------------------
     def poll(self, timeout_s: float = 0.0) -> None:
-        """Serve delivery callbacks."""
+        """Serve delivery reports (each record's ``on_delivery``), waiting up to ``timeout_s`` for one."""
         self._producer.poll(timeout_s)
 
-    def safe_position(self) -> int:
-        """The newest ``end_lsn`` all of whose records, and all earlier ones, Kafka acknowledged."""
-        self.raise_if_failed()
-        groups = self._groups
-        while groups and groups[0].closed and groups[0].pending == 0:
-            group = groups.popleft()
-            self._safe = max(self._safe, group.end_lsn)
-            if group.state is not None:
-                self._safe_state = group.state
-        return self._safe
+    def flush(self, timeout_s: float) -> None:
+        """Serve delivery reports, waiting up to ``timeout_s`` for every outstanding record's."""
+        self._producer.flush(timeout_s)
 
-    def in_flight(self) -> int:
-        """The records produced and not yet acknowledged by Kafka."""
-        return sum(g.pending for g in self._groups)
-
-    def idle(self) -> bool:
-        """No open group and nothing waiting for delivery."""
-        return self._current is None and not any(g.pending or not g.closed for g in self._groups)
-
-    def flush(self, timeout_s: float) -> int:
-        """Wait up to ``timeout_s`` for outstanding deliveries; return ``safe_position()``."""
-        deadline = time.monotonic() + timeout_s
-        while self.in_flight() and time.monotonic() < deadline:
-            self._producer.flush(min(1.0, max(0.0, deadline - time.monotonic())))
-        return self.safe_position()
+    def delivery_failed(self, err: KafkaError, msg: Any) -> None:
+        """A delivery report carried ``err``: the sink is failed from now on (``raise_if_failed``);
+        a batch the broker refused as too large makes that failure terminal."""
+        if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            self._refused_by_broker(msg)
+        self._fail(err)
 
     def raise_if_failed(self) -> None:
         """Raise the delivery failure Kafka reported, if any: ``TerminalSinkError`` for a batch the broker refused as

@@ -12,8 +12,13 @@ Modules, each with one job:
   gives the wire format for one column (schema node, payload converter, TOAST placeholder);
 * :mod:`~signaller.wire.jackson`: compact JSON exactly as Kafka Connect's Jackson writes it;
 * :mod:`~signaller.wire.envelope`: the JsonConverter change-event serializer (key, envelope,
-  with and without schemas; the streaming fast path);
-* :mod:`~signaller.wire.records`: heartbeat, transaction BEGIN/END and notification records.
+  with and without schemas); one entry point, ``serialize``, for streamed and snapshot READ rows;
+* ``signaller.wire._fast`` (private): the envelope serializer's hot path, per-table byte
+  fragments and the renderers that splice events between them;
+* :mod:`~signaller.wire.records`: heartbeat, transaction BEGIN/END and notification records;
+* :mod:`~signaller.wire.serializer`: :class:`~signaller.wire.serializer.RecordSerializer`, the one
+  object the runtime asks for the bytes of every record (change events, heartbeats, transaction
+  metadata, notifications).
 
 Dependencies: ``signaller.model`` and ``signaller.errors`` only; never a source, a sink, the
 snapshot engine or the runtime (``tests/unit/test_layering.py`` checks it).

@@ -12,7 +12,7 @@ upper-case hex (``\\u001F``). Anything else raises ``TypeError`` naming its type
 
 The pieces of :func:`dumps` (:func:`render_default`, :data:`ESCAPE_MARK`,
 :data:`LOWER_HEX_ESCAPE`, :func:`upper_escape`) are exported for the envelope serializer's hot
-path, which inlines them; use :func:`dumps` everywhere else. No I/O.
+path (``signaller.wire._fast``), which inlines them; use :func:`dumps` everywhere else. No I/O.
 """
 
 from __future__ import annotations

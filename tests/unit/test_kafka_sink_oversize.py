@@ -1,6 +1,7 @@
 """Records too large for Kafka (issue 10 finding 12): the sink's pre-produce check and
 ``event.processing.failure.handling.mode``. The producer points at a closed port: nothing is sent,
-only the bookkeeping is exercised."""
+only the bookkeeping is exercised (the sink's and the checkpoint's, records sent as the
+dispatcher sends them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from signaller.config import config_from_mapping
 from signaller.errors import ConfigError, TerminalSinkError
+from signaller.runtime.checkpoint import Checkpoint
 from signaller.sinks.kafka import KafkaSink
 
 pytestmark = pytest.mark.unit
@@ -35,29 +37,37 @@ def _event(size: int) -> bytes:
                                      "source": {"schema": "public", "table": "big", "lsn": 0x16B3748}}})
 
 
+def _send(sink: KafkaSink, checkpoint: Checkpoint, topic: str, key: bytes, value: bytes) -> None:
+    """As ``EventDispatcher`` sends: in the checkpoint's current group, counted if produced."""
+    group = checkpoint.current()
+    if sink.send(topic, key, value, group.on_delivery):
+        group.pending += 1
+
+
 KEY = orjson.dumps({"schema": {"type": "struct"}, "payload": {"id": 42}})
 
 
 def test_fail_mode_names_table_key_lsn_size_limit_and_setting() -> None:
-    sink = _sink("fail")
+    sink, checkpoint = _sink("fail"), Checkpoint()
     with pytest.raises(TerminalSinkError) as caught:
-        sink.send("p.public.big", KEY, _event(5000))
+        _send(sink, checkpoint, "p.public.big", KEY, _event(5000))
     text = str(caught.value)
     for part in ("'p.public.big'", "table public.big", 'key {"id":42}', "LSN 0/16B3748",
                  "limit 2000 (producer.override.message.max.bytes)",
                  "event.processing.failure.handling.mode=warn or skip"):
         assert part in text, text
-    assert sink.in_flight() == 0
+    assert checkpoint.in_flight() == 0
 
 
 @pytest.mark.parametrize("mode", ["warn", "skip"])
 def test_skip_mode_leaves_the_record_out_and_does_not_hold_back_the_offset(mode: str) -> None:
-    sink = _sink(mode)
-    sink.begin()
-    sink.send("p.public.big", KEY, _event(5000))
-    sink.close_group(1234)
-    assert sink.in_flight() == 0
-    assert sink.safe_position() == 1234
+    sink, checkpoint = _sink(mode), Checkpoint(on_failure=None)
+    checkpoint.begin()
+    _send(sink, checkpoint, "p.public.big", KEY, _event(5000))
+    checkpoint.close_group(1234)
+    assert checkpoint.in_flight() == 0
+    sink.raise_if_failed()
+    assert checkpoint.committable().position == 1234
     [record] = sink.take_skipped()
     assert (record.topic, record.table, record.lsn, record.limit) == ("p.public.big", "public.big", 0x16B3748, 2000)
     assert record.size > 5000
@@ -67,7 +77,7 @@ def test_skip_mode_leaves_the_record_out_and_does_not_hold_back_the_offset(mode:
 
 def test_topic_limit_below_the_producer_limit_is_checked_too() -> None:
     sink = _sink("skip", limit=1000)
-    sink.send("p.public.big", KEY, _event(900))
+    _send(sink, Checkpoint(), "p.public.big", KEY, _event(900))
     [record] = sink.take_skipped()
     assert record.limit == 1000 - 256
     assert "max.message.bytes=1000" in record.limit_setting

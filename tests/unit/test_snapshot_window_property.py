@@ -410,7 +410,7 @@ class Simulation:
                 before = row_from_tuple(self.plan, self.shape.key_row(key if old is None else old))
             event = ChangeEvent(Op.UPDATE if op == "k" else Op(op), TABLE, before, after, tx.pos, tx.pos,
                                 tx.pos - 1, tx.xid, 0)
-            self.engine.on_stream_change(Change(event, self.plan))
+            self.engine.on_stream_change(Change.from_event(event, self.plan))
             if old is not None:  # as the topic shows a keyless key change: the old row goes, the new one comes
                 self.emitted.append(Rec("stream", "d", old, None, tx.pos, self.run))
             self.emitted.append(Rec("stream", "u" if op == "k" else op, key, value, tx.pos, self.run))

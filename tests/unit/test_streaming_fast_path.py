@@ -175,7 +175,7 @@ def test_change_built_from_an_event_keeps_the_event() -> None:
     config = config_from_mapping(BASE)
     items = general_items(config, real_messages())
     streamed = next(i for i in items if isinstance(i, Change))
-    rebuilt = Change(streamed.event, streamed.plan)
+    rebuilt = Change.from_event(streamed.event, streamed.plan)
     assert rebuilt == streamed and rebuilt.event is streamed.event and rebuilt.tx is None
     assert (rebuilt.op, rebuilt.before, rebuilt.after, rebuilt.lsn, rebuilt.table) == (
         streamed.op, streamed.before, streamed.after, streamed.lsn, streamed.table)

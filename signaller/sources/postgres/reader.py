@@ -70,15 +70,17 @@ class TxBegin:
 class Change:
     """A row event and the plan (schema) it was decoded with.
 
-    ``Change(event, plan)`` wraps a :class:`~signaller.model.ChangeEvent`. The streaming reader
-    builds its changes from their parts instead, ``Change(None, plan, op, before, after, lsn,
-    tx)`` with ``tx`` the transaction, and :attr:`event` is then made on first use: the capture
-    loop serializes streamed changes from the parts and never needs it. ``before``/``after``
-    are the converted row images (dicts of the plan's captured, emitted columns) or None;
-    ``table`` is the event's table; ``tx`` is None for a change built from an event.
+    Built by one of two named constructors: :meth:`streamed` (the streaming reader: the event's
+    parts and its transaction ``tx``; :attr:`event` is made on first use, since the capture
+    serializes streamed changes from the parts and never needs it) or :meth:`from_event` (a
+    :class:`~signaller.model.ChangeEvent` as it is, e.g. a snapshot READ; ``tx`` is None).
+    ``before``/``after`` are the converted row images (dicts of the plan's captured, emitted
+    columns) or None; ``table`` is the event's table.
     """
 
     __slots__ = ("_event", "after", "before", "lsn", "op", "plan", "table", "tx")
+    plan: RelationPlan
+    _event: ChangeEvent | None
     op: Op
     before: dict[str, Any] | None
     after: dict[str, Any] | None
@@ -86,20 +88,23 @@ class Change:
     table: TableId
     tx: TxBegin | None
 
-    def __init__(self, event: ChangeEvent | None, plan: RelationPlan, op: Op = Op.CREATE,
-                 before: dict[str, Any] | None = None, after: dict[str, Any] | None = None, lsn: int | None = None,
-                 tx: TxBegin | None = None) -> None:
-        self.plan = plan
-        self._event = event
-        if event is None:
-            if tx is None:
-                msg = "Change(None, ...) needs the transaction (tx) to describe the event"
-                raise TypeError(msg)
-            self.op, self.before, self.after, self.lsn, self.tx = op, before, after, lsn, tx
-            self.table = plan.table_id
-        else:
-            self.op, self.before, self.after, self.lsn, self.tx = event.op, event.before, event.after, event.lsn, None
-            self.table = event.table
+    @classmethod
+    def streamed(cls, plan: RelationPlan, op: Op, before: dict[str, Any] | None, after: dict[str, Any] | None,
+                 lsn: int, tx: TxBegin) -> Change:
+        """A change read from the log at ``lsn``, in transaction ``tx``, of ``plan``'s table."""
+        change = cls.__new__(cls)
+        change.plan, change._event, change.table = plan, None, plan.table_id
+        change.op, change.before, change.after, change.lsn, change.tx = op, before, after, lsn, tx
+        return change
+
+    @classmethod
+    def from_event(cls, event: ChangeEvent, plan: RelationPlan) -> Change:
+        """``event`` as it is (a snapshot READ, or a change rebuilt from its event), with the plan of its rows."""
+        change = cls.__new__(cls)
+        change.plan, change._event, change.table = plan, event, event.table
+        change.op, change.before, change.after, change.lsn, change.tx = event.op, event.before, event.after, \
+            event.lsn, None
+        return change
 
     @property
     def event(self) -> ChangeEvent:
@@ -365,14 +370,14 @@ class PostgresLogReader(LogReader[Item]):
         if kind == _INSERT:
             if tag != _NEW or "c" in skip:
                 return False
-            out.append(Change(None, plan, _CREATE, None, read(data, 6)[0], lsn, self._tx))
+            out.append(Change.streamed(plan, _CREATE, None, read(data, 6)[0], lsn, self._tx))
             return True
         if tag != _NEW and tag != _KEY and tag != _OLD:
             return False
         if kind == _DELETE:
             if tag == _NEW or "d" in skip:
                 return False
-            out.append(Change(None, plan, _DELETE_OP, read(data, 6)[0], None, lsn, self._tx))
+            out.append(Change.streamed(plan, _DELETE_OP, read(data, 6)[0], None, lsn, self._tx))
             return True
         before: dict[str, Any] | None = None
         position = 6
@@ -385,11 +390,11 @@ class PostgresLogReader(LogReader[Item]):
         tx = self._tx
         if before is not None and plan.key_names and any(before.get(k) != after.get(k) for k in plan.key_names):
             if "d" not in skip:
-                out.append(Change(None, plan, _DELETE_OP, before, None, lsn, tx))
+                out.append(Change.streamed(plan, _DELETE_OP, before, None, lsn, tx))
             if "c" not in skip:
-                out.append(Change(None, plan, _CREATE, None, after, lsn, tx))
+                out.append(Change.streamed(plan, _CREATE, None, after, lsn, tx))
         elif "u" not in skip:
-            out.append(Change(None, plan, _UPDATE, before, after, lsn, tx))
+            out.append(Change.streamed(plan, _UPDATE, before, after, lsn, tx))
         return True
 
     def _row_reader(self, relation_id: int) -> tuple[RelationPlan | None, _RowReader | None]:
@@ -420,7 +425,7 @@ class PostgresLogReader(LogReader[Item]):
         return None if values is None else row_from_tuple(plan, values)
 
     def _event(self, plan: RelationPlan, op: Op, before: Any, after: Any, lsn: int) -> Change:
-        return Change(None, plan, op, before, after, lsn, self._tx)
+        return Change.streamed(plan, op, before, after, lsn, self._tx)
 
     def _emit(self, relation_id: int, op: Op, old: Any, new: Any, lsn: int, out: list[Item]) -> None:
         if op.value in self._skip:

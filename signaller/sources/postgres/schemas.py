@@ -67,7 +67,7 @@ class PostgresTableRows(TableRows[Change]):
 
     def read_change(self, event: ChangeEvent) -> Change:
         """``event`` as a ``Change`` with this table's plan, as the capture loop sends streamed ones."""
-        return Change(event, self.plan)
+        return Change.from_event(event, self.plan)
 
 
 class PostgresSchemaProvider(TableSchemaProvider[Change]):

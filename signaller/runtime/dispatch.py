@@ -1,0 +1,198 @@
+"""The one road every event takes to Kafka: streamed changes, snapshot READs, heartbeats,
+transaction metadata and notifications.
+
+:class:`EventDispatcher` decides each record's topic, asks the session's one
+:class:`~signaller.wire.serializer.RecordSerializer` for its key and value, and hands the bytes
+to the sink inside the checkpoint's current group (:mod:`signaller.runtime.checkpoint`), so the
+group's acknowledgement covers them. It opens and closes no group itself: the capture loop
+does, around transactions and heartbeats, and the snapshot coordinator around its own records.
+
+Row events (``streamed`` and ``read``) go through one serializer call,
+:meth:`~signaller.wire.envelope.EnvelopeSerializer.serialize`, with one serializer per source
+plan (a relation version): the rows a plan builds hold exactly the serializer's payload columns,
+which is checked once per plan; a plan whose rows do not (none does today) takes the reference
+rendering (``serialize_key``/``serialize_value``), which gives the same bytes, slower. Not
+thread-safe: the capture loop's thread only. Nothing survives a restart but what the sink
+delivered.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from signaller.config import SignallerConfig
+from signaller.model import Op
+from signaller.runtime.checkpoint import Checkpoint
+from signaller.sinks.kafka import KafkaSink
+from signaller.snapshot.notifications import Notification
+from signaller.sources.postgres.reader import Change, RelationPlan, TxBegin, TxCommit
+from signaller.wire.envelope import EnvelopeSerializer
+from signaller.wire.records import postgres_transaction_id, transaction_block
+from signaller.wire.serializer import RecordSerializer
+
+__all__ = ["EventCounter", "EventDispatcher"]
+
+
+class EventCounter(Protocol):
+    """Where the dispatcher counts the change events it sent (the capture's statistics)."""
+
+    events: int
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+_OP_VALUES = {op: op.value for op in Op}
+_DELETE = Op.DELETE  # a global is cheaper than the enum attribute on the hot path
+
+
+class _TableOutput:
+    """Where and how one relation plan's changes go: topic, serializer, and whether the plan's
+    rows hold exactly the serializer's payload columns in order (what ``serialize`` needs)."""
+
+    __slots__ = ("name", "plan", "rows_match", "serializer", "topic")
+
+    def __init__(self, plan: RelationPlan, serializer: EnvelopeSerializer, topic: str) -> None:
+        self.plan = plan
+        self.serializer = serializer
+        self.topic = topic
+        self.name = str(plan.table_id)
+        self.rows_match = tuple(slot[1] for slot in plan.slots) == serializer.value_names
+
+
+class _TransactionMetadata:
+    """Counts of the current transaction's events, for its ``transaction`` blocks and END record."""
+
+    __slots__ = ("per_table", "total", "xid")
+
+    def __init__(self) -> None:
+        self.xid = 0
+        self.total = 0
+        self.per_table: dict[str, int] = {}
+
+    # Debezium's PostgreSQL transaction ids are ``<xid>:<LSN of the message>``: the BEGIN record's
+    # LSN is the BEGIN message's, each event's its own, the END record's the COMMIT message's (the
+    # transaction's end LSN). Only the xid is the same throughout a transaction.
+    def begin(self, xid: int) -> None:
+        self.xid, self.total, self.per_table = xid, 0, {}
+
+    def block(self, table: str, lsn: int | None) -> dict[str, Any]:
+        self.total += 1
+        self.per_table[table] = self.per_table.get(table, 0) + 1
+        return transaction_block(postgres_transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
+
+
+class EventDispatcher:
+    """Renders and sends every record of one capture session (see the module docstring).
+
+    ``stats.events`` counts the change events sent; with ``count_by_table`` the dispatcher also
+    counts them per (table, op) for :meth:`take_event_counts`. ``on_change`` (tests, tools) is
+    called after each change event was handed to the sink.
+    """
+
+    def __init__(self, config: SignallerConfig, sink: KafkaSink, checkpoint: Checkpoint, stats: EventCounter, *,
+                 count_by_table: bool = False, on_change: Callable[[Change], None] | None = None) -> None:
+        self._config = config
+        self._sink = sink
+        self._checkpoint = checkpoint
+        self._stats = stats
+        self._count_by_table = count_by_table
+        self._event_counts: dict[tuple[str, str], int] = {}
+        self._on_change = on_change
+        self._serializer = RecordSerializer(
+            topic_prefix=config.topic_prefix, database=config.database_dbname,
+            schemas_enable=config.value_converter_schemas_enable,
+            key_schemas_enable=config.key_converter_schemas_enable)
+        self._outputs: dict[int, _TableOutput] = {}
+        self._tombstones = config.tombstones_on_delete
+        self._tx = _TransactionMetadata() if config.provide_transaction_metadata else None
+        channels = {c.value for c in config.notification_enabled_channels}
+        self.notification_topic = config.notification_sink_topic_name if "sink" in channels else None
+        """The topic of notification records; None when the ``sink`` notification channel is off."""
+
+    # -- row events -----------------------------------------------------------------------
+    def streamed(self, change: Change) -> None:
+        """A change read from the log, inside its transaction (its ``transaction`` block, when
+        transaction metadata is on, counts it)."""
+        plan = change.plan
+        output = self._outputs.get(id(plan))
+        if output is None or output.plan is not plan:
+            output = self._output(plan)
+        tx = self._tx
+        self._row(change, output, tx.block(output.name, change.lsn) if tx is not None else None)
+
+    def read(self, change: Change) -> None:
+        """A snapshot READ row (never part of a transaction's metadata)."""
+        plan = change.plan
+        output = self._outputs.get(id(plan))
+        if output is None or output.plan is not plan:
+            output = self._output(plan)
+        self._row(change, output, None)
+
+    def _output(self, plan: RelationPlan) -> _TableOutput:
+        serializer = self._serializer.table(plan.schema, plan.codecs)
+        output = self._outputs[id(plan)] = _TableOutput(plan, serializer, self._config.topic_for(plan.table_id))
+        return output
+
+    def _row(self, change: Change, output: _TableOutput, block: dict[str, Any] | None) -> None:
+        serializer = output.serializer
+        if output.rows_match:
+            key, value = serializer.serialize(change, ts_us_now=_now_us(), transaction=block)
+        else:
+            event = change.event
+            key = serializer.serialize_key(event.after if event.after is not None else event.before)
+            value = serializer.serialize_value(event, ts_us_now=_now_us(), transaction=block)
+        topic, group = output.topic, self._checkpoint.current()
+        if self._sink.send(topic, key, value, group.on_delivery):  # ``_send``, inlined on the hot path
+            group.pending += 1
+        if change.op is _DELETE and self._tombstones and self._sink.send(topic, key, None, group.on_delivery):
+            group.pending += 1
+        self._stats.events += 1
+        if self._count_by_table:
+            counter = (output.name, _OP_VALUES[change.op])
+            self._event_counts[counter] = self._event_counts.get(counter, 0) + 1
+        if self._on_change is not None:
+            self._on_change(change)
+
+    def take_event_counts(self) -> dict[tuple[str, str], int]:
+        """The change events sent per ``(table, op)`` since the last call (with ``count_by_table``)."""
+        counts, self._event_counts = self._event_counts, {}
+        return counts
+
+    # -- other records --------------------------------------------------------------------
+    def transaction_begin(self, item: TxBegin) -> None:
+        """A transaction began: its BEGIN record, when transaction metadata is on."""
+        tx = self._tx
+        if tx is None:
+            return
+        tx.begin(item.xid)
+        tx_id = postgres_transaction_id(item.xid, item.begin_lsn)
+        key, value = self._serializer.transaction_begin(tx_id, item.commit_ts_us // 1000)
+        self._send(self._config.transaction_topic, key, value)
+
+    def transaction_end(self, item: TxCommit) -> None:
+        """A transaction committed: its END record (event counts per table), when transaction metadata is on."""
+        tx = self._tx
+        if tx is None:
+            return
+        tx_id = postgres_transaction_id(item.xid, item.end_lsn)
+        self._send(self._config.transaction_topic, *self._serializer.transaction_end(
+            tx_id, item.commit_ts_us // 1000, tx.total, sorted(tx.per_table.items())))
+
+    def heartbeat(self) -> None:
+        """A heartbeat record, stamped now."""
+        self._send(self._config.heartbeat_topic, *self._serializer.heartbeat(_now_us() // 1000))
+
+    def notification(self, notification: Notification) -> None:
+        """``notification`` as a record of :attr:`notification_topic` (nothing when that is None)."""
+        if self.notification_topic is not None:
+            self._send(self.notification_topic, *self._serializer.notification(notification.id,
+                                                                               notification.payload()))
+
+    def _send(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+        group = self._checkpoint.current()
+        if self._sink.send(topic, key, value, group.on_delivery):
+            group.pending += 1

@@ -1,0 +1,106 @@
+"""Checkpointing (``runtime.checkpoint``): delivery acknowledgements turned into the committable
+(position, snapshot state). Positions only advance past groups that are closed and fully
+delivered, in order; a group's snapshot state comes with its position; after a failed delivery
+nothing is ever acknowledged again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from signaller.runtime.checkpoint import Checkpoint, Committable
+from signaller.snapshot.state import SnapshotState
+
+pytestmark = pytest.mark.unit
+
+
+def produce(checkpoint: Checkpoint, records: int = 1) -> list[Any]:
+    """``records`` records produced into the current group: their delivery callbacks."""
+    group = checkpoint.current()
+    group.pending += records
+    return [group.on_delivery] * records
+
+
+def test_a_group_is_committable_once_closed_and_delivered() -> None:
+    checkpoint = Checkpoint()
+    checkpoint.begin()
+    acks = produce(checkpoint, 2)
+    assert checkpoint.committable() == Committable(0, None)
+    checkpoint.close_group(100)
+    acks[0](None, "m")
+    assert checkpoint.committable().position == 0 and checkpoint.in_flight() == 1
+    acks[1](None, "m")
+    assert checkpoint.committable() == Committable(100, None)
+    assert checkpoint.idle()
+
+
+def test_positions_advance_in_order_and_never_past_an_undelivered_group() -> None:
+    checkpoint = Checkpoint()
+    checkpoint.begin()
+    first = produce(checkpoint)
+    checkpoint.close_group(100)
+    checkpoint.begin()
+    second = produce(checkpoint)
+    checkpoint.close_group(200)
+    second[0](None, "m")
+    assert checkpoint.committable().position == 0  # the earlier group is still in flight
+    first[0](None, "m")
+    assert checkpoint.committable().position == 200
+
+
+def test_an_open_group_holds_back_later_ones_and_empty_groups_count() -> None:
+    checkpoint = Checkpoint()
+    produce(checkpoint)  # opens a group
+    assert checkpoint.has_open_group()
+    checkpoint.close_group(10)
+    assert not checkpoint.has_open_group()
+    checkpoint.close_group(20)  # no open group: an empty one is closed at once
+    assert checkpoint.committable().position == 0
+    assert checkpoint.in_flight() == 1 and not checkpoint.idle()
+
+
+def test_the_snapshot_state_of_the_newest_acknowledged_group_that_carried_one() -> None:
+    checkpoint = Checkpoint()
+    one, two = SnapshotState(), SnapshotState(chunk_size=7)
+    checkpoint.close_group(10, one)
+    checkpoint.close_group(20)
+    assert checkpoint.committable() == Committable(20, one)
+    checkpoint.begin()
+    ack = produce(checkpoint)
+    checkpoint.close_group(30, two)
+    assert checkpoint.committable().snapshot is one
+    ack[0](None, "m")
+    assert checkpoint.committable() == Committable(30, two)
+
+
+def test_nothing_after_a_failed_delivery_is_acknowledged() -> None:
+    failures: list[tuple[Any, Any]] = []
+    checkpoint = Checkpoint(on_failure=lambda err, msg: failures.append((err, msg)))
+    checkpoint.close_group(10)
+    assert checkpoint.committable().position == 10
+    checkpoint.begin()
+    acks = produce(checkpoint, 2)
+    checkpoint.close_group(20)
+    acks[0]("broker said no", "message")
+    acks[1](None, "message")
+    checkpoint.close_group(30)
+    assert failures == [("broker said no", "message")]
+    assert checkpoint.committable().position == 10
+
+
+def test_drain_serves_delivery_reports_until_nothing_is_in_flight() -> None:
+    checkpoint = Checkpoint()
+    acks = produce(checkpoint, 3)
+    checkpoint.close_group(5)
+    served: list[float] = []
+
+    def serve(timeout_s: float) -> None:
+        served.append(timeout_s)
+        acks.pop()(None, "m")
+
+    checkpoint.drain(10, serve)
+    assert len(served) == 3 and all(0 < t <= 1.0 for t in served)
+    assert checkpoint.committable().position == 5
+    checkpoint.drain(10, serve)  # nothing in flight: returns at once
+    assert len(served) == 3
