@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 .PHONY: help deps system-deps venv stack-up stack-down stack-status lint typecheck test compat test-unit demo bench clean
 
 help:
-	@echo "make test    lint, type-check and run every test tier (starts PostgreSQL and Kafka)"
+	@echo "make test    lint, type-check and run every test tier (starts PostgreSQL, Kafka and the schema registry)"
 	@echo "make demo    run the pipeline end to end and print a DEMO OK verdict"
 	@echo "make bench   run the benchmarks, write bench/results/latest.json"
 	@echo "make stack-up / stack-down / stack-status   the local services"

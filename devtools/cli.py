@@ -1,9 +1,12 @@
 """``python -m devtools``: the local stack and the demo, for developers (not shipped in the wheel).
 
-* ``python -m devtools stack up [--no-spark]``: start PostgreSQL and Kafka (reusing running ones) and
-  resolve Spark's jars; prints what runs where and what it started.
-* ``python -m devtools stack down``: stop the local PostgreSQL and Kafka (harmless when nothing runs).
-* ``python -m devtools stack status``: what runs where; exit 1 if a service is down.
+* ``python -m devtools stack up [--no-spark]``: start PostgreSQL, Kafka and the schema registry (Apicurio;
+  reusing running ones, waiting until the registry is ready and BACKWARD) and resolve Spark's jars; prints
+  what runs where and what it started.
+* ``python -m devtools stack down``: stop the local schema registry, Kafka and PostgreSQL (harmless when
+  nothing runs).
+* ``python -m devtools stack status``: what runs where (the registry's client URL and compatibility);
+  exit 1 if a service is down.
 * ``python -m devtools demo [--rows N]``: the whole pipeline on the local stack, ending in ``DEMO OK``
   (exit 0) or the reason it failed (exit 1).
 
@@ -25,7 +28,8 @@ from signaller.errors import SignallerError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Developer tools of signaller: the local stack and the demo.")
-stack_app = typer.Typer(no_args_is_help=True, help="The local PostgreSQL + Kafka + Spark stack (no Docker).")
+stack_app = typer.Typer(no_args_is_help=True,
+                        help="The local PostgreSQL + Kafka + schema registry + Spark stack (no Docker).")
 app.add_typer(stack_app, name="stack")
 console = Console(stderr=True)
 
@@ -40,7 +44,7 @@ def demo(rows: int = typer.Option(20000, help="rows seeded before the sidecar st
 
 @stack_app.command("up")
 def stack_up(spark: bool = typer.Option(True, help="Also resolve Spark's Delta/Kafka jars.")) -> None:
-    """Start PostgreSQL and Kafka (reusing running ones) and resolve Spark's jars."""
+    """Start PostgreSQL, Kafka and the schema registry (reusing running ones) and resolve Spark's jars."""
     stack = Stack()
     with console.status("starting the local stack"):
         started = stack.up(with_spark=spark)
@@ -50,7 +54,7 @@ def stack_up(spark: bool = typer.Option(True, help="Also resolve Spark's Delta/K
 
 @stack_app.command("down")
 def stack_down() -> None:
-    """Stop the local PostgreSQL and Kafka."""
+    """Stop the local schema registry, Kafka and PostgreSQL."""
     stopped = Stack().down()
     console.print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
 
@@ -59,7 +63,7 @@ def stack_down() -> None:
 def stack_status() -> None:
     """Show what runs where; exit 1 if a service is down."""
     status = _print_status(Stack())
-    if not (status.postgres_up and status.kafka_up):
+    if not status.services_up:
         raise typer.Exit(1)
 
 
@@ -68,6 +72,7 @@ def _print_status(stack: Stack) -> StackStatus:
     marks = {True: "[green]up[/green]", False: "[red]down[/red]"}
     console.print(f"postgres   {marks[status.postgres_up]}  {status.details['postgres']}")
     console.print(f"kafka      {marks[status.kafka_up]}  {status.details['kafka']}")
+    console.print(f"registry   {marks[status.registry_up]}  {status.details['registry']}")
     console.print(f"spark jars {marks[status.spark_jars]}  {status.details['spark jars']}")
     console.print(f"logs       {status.details['logs']}")
     return status

@@ -152,23 +152,25 @@ def start(settings: StackSettings, paths: PostgresPaths, timeout_s: float = 60.0
     result = subprocess.run(_as_server_user(argv), capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise ServiceStartError("PostgreSQL", f"pg_ctl start failed: {result.stderr.strip()}", paths.log_file)
-    _create_database(settings, paths)
+    ensure_database(settings, settings.pg_db)
     return True
 
 
-def _create_database(settings: StackSettings, paths: PostgresPaths) -> None:
+def ensure_database(settings: StackSettings, dbname: str) -> None:
+    """Create the database ``dbname`` on the running server unless it exists (waiting up to 10 s for the
+    server to accept connections)."""
     env = {**os.environ, "PGPASSWORD": settings.pg_password}
     base = ["psql", "-h", "127.0.0.1", "-p", str(settings.pg_port), "-U", settings.pg_user, "-d", "postgres", "-tAc"]
     for _ in range(50):
         probe = subprocess.run(
-            [*base, f"SELECT 1 FROM pg_database WHERE datname = '{settings.pg_db}'"],
+            [*base, f"SELECT 1 FROM pg_database WHERE datname = '{dbname}'"],
             capture_output=True, text=True, env=env, check=False,
         )
         if probe.returncode == 0:
             break
         time.sleep(0.2)
     if probe.stdout.strip() != "1":
-        subprocess.run([*base, f'CREATE DATABASE "{settings.pg_db}"'], check=True, env=env, capture_output=True)
+        subprocess.run([*base, f'CREATE DATABASE "{dbname}"'], check=True, env=env, capture_output=True)
 
 
 def stop(paths: PostgresPaths) -> bool:

@@ -32,10 +32,17 @@ class StackSettings:
     kafka_port: int = 59092
     kafka_controller_port: int = 59093
     http_port: int = 8089
+    registry_port: int = 58081
+    registry_db: str = "apicurio"
 
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def registry_url(self) -> str:
+        """The schema registry's Confluent-compatible API: what a client's ``schema.registry.url`` names."""
+        return f"http://127.0.0.1:{self.registry_port}/apis/ccompat/v7"
 
     def pg_dsn(self, dbname: str | None = None) -> str:
         """A libpq connection string for the stack's database (or ``dbname``)."""
@@ -76,5 +83,7 @@ ENV_NAMES: dict[str, str] = {
     "kafka_port": "SIGNALLER_STACK_KAFKA_PORT",
     "kafka_controller_port": "SIGNALLER_STACK_KAFKA_CONTROLLER_PORT",
     "http_port": "SIGNALLER_STACK_HTTP_PORT",
+    "registry_port": "SIGNALLER_STACK_REGISTRY_PORT",
+    "registry_db": "SIGNALLER_STACK_REGISTRY_DB",
 }
 """The environment variable of each setting; docker-compose.yml uses the same names."""

@@ -1,12 +1,13 @@
 """Test tiers and the services they need.
 
 * ``tests/unit``: pure logic, no services.
-* ``tests/integration``: the real local PostgreSQL and Kafka broker.
+* ``tests/integration``: the real local PostgreSQL and Kafka broker (and schema registry).
 * ``tests/spark``: Spark with Delta and the Kafka connector (and the broker).
 
 The ``stack`` fixture starts whatever of the local stack is not running (``python -m devtools stack up``)
 and, at the end of the session, stops exactly what it started; nothing is ever skipped for want
-of a service.
+of a service. The schema registry boots in the background meanwhile: only tests that use the
+``schema_registry`` fixture wait for it.
 """
 
 from __future__ import annotations
@@ -26,14 +27,26 @@ settings.load_profile("signaller")
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[StackSettings]:
+def local_stack() -> Iterator[Stack]:
+    """The session's local stack, up (the registry perhaps still booting); stopped at the end if started here."""
     local = Stack()
-    started = local.up(with_spark=True)
+    started = local.up(with_spark=True, wait_for_registry=False)
     try:
-        yield local.settings
+        yield local
     finally:
         if started:
             local.down(started)
+
+
+@pytest.fixture(scope="session")
+def stack(local_stack: Stack) -> StackSettings:
+    return local_stack.settings
+
+
+@pytest.fixture(scope="session")
+def schema_registry(local_stack: Stack) -> str:
+    """The schema registry's Confluent-compatible URL, once it is ready (global compatibility BACKWARD)."""
+    return local_stack.await_registry()
 
 
 @pytest.fixture

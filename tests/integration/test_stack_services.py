@@ -76,7 +76,7 @@ def test_kafka_broker_round_trips_records(stack: StackSettings, unique_name: str
     assert all(len(parts) == 1 for parts in by_key.values()), "a key landed in two partitions"
 
 
-def test_the_dev_entry_point_reports_the_running_stack(stack: StackSettings) -> None:
+def test_the_dev_entry_point_reports_the_running_stack(stack: StackSettings, schema_registry: str) -> None:
     """``python -m devtools stack status`` (``make stack-status``) sees the services the tests use."""
     done = subprocess.run([sys.executable, "-m", "devtools", "stack", "status"], cwd=Path(__file__).parents[2],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -84,3 +84,5 @@ def test_the_dev_entry_point_reports_the_running_stack(stack: StackSettings) -> 
     lines = done.stderr.splitlines()
     assert any(line.startswith("postgres") and " up " in line and f":{stack.pg_port} " in line for line in lines)
     assert any(line.startswith("kafka") and " up " in line and stack.bootstrap_servers in line for line in lines)
+    assert any(line.startswith("registry") and " up " in line and f"{schema_registry} compatibility=BACKWARD" in line
+               for line in lines)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devtools import registry
 from devtools.env import dev_variables
 from devtools.settings import ENV_NAMES, REPO_ROOT, StackSettings
 from signaller.config import load_config
@@ -59,3 +60,24 @@ def test_the_sidecar_service_gets_no_dev_variables() -> None:
     assert dev_variables({str(name): str(value) for name, value in environment.items()}) == []
     config = load_config(None, {**{str(k): str(v) for k, v in environment.items()}, **REQUIRED})
     assert config.kafka_bootstrap_servers == "kafka:59092"
+
+
+def test_registry_service_matches_the_local_registry() -> None:
+    """Same Apicurio version, port, SQL storage in the stack's PostgreSQL (its own database, created by the
+    init script) and BACKWARD compatibility as ``devtools/registry.py``."""
+    defaults = StackSettings()
+    services = load()["services"]
+    service = services["registry"]
+    assert service["image"] == f"apicurio/apicurio-registry:{registry.VERSION}"
+    assert f"{defaults.registry_port}:{defaults.registry_port}" in service["ports"]
+    env = service["environment"]
+    assert env["QUARKUS_HTTP_PORT"] == str(defaults.registry_port)
+    local = registry.server_properties(defaults)
+    for key in ("apicurio.storage.kind", "apicurio.storage.sql.kind", "apicurio.datasource.username",
+                "apicurio.datasource.password"):
+        assert env[key.upper().replace(".", "_")] == local[key], key
+    assert env["APICURIO_DATASOURCE_URL"] == f"jdbc:postgresql://postgres:{defaults.pg_port}/{defaults.registry_db}"
+    assert env["APICURIO_RULES_GLOBAL_COMPATIBILITY"] == registry.DEFAULT_COMPATIBILITY.value
+    init = (COMPOSE.parent / "postgres-init" / "10-registry-database.sql").read_text()
+    assert f"CREATE DATABASE {defaults.registry_db};" in init
+    assert "./postgres-init:/docker-entrypoint-initdb.d:ro" in services["postgres"]["volumes"]
