@@ -57,8 +57,10 @@ def dumps(value: Any) -> bytes:
 
 
 def schema_prefix(schema: Mapping[str, Any]) -> bytes:
-    """``{"schema":<schema>,"payload":`` rendered once, to splice in front of payloads."""
-    return b'{"schema":' + orjson.dumps(schema) + b',"payload":'
+    """``{"schema":<schema>,"payload":`` rendered once, to splice in front of payloads: the schema
+    as Jackson writes it, like a payload (column defaults of ``real``/``float8`` columns in Java's
+    float text, upper-case escapes)."""
+    return b'{"schema":' + dumps(schema) + b',"payload":'
 
 
 def record(prefix: bytes | None, payload: Any) -> bytes:
