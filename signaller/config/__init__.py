@@ -1,13 +1,15 @@
 """signaller's configuration: a user's Debezium PostgreSQL connector configuration, plus a few extras.
 
 Sources (later wins): a file (Kafka Connect connector JSON, or Java ``.properties``), then
-``SIGNALLER_<NAME>`` environment variables. Property names, defaults and accepted values are Debezium's;
-``fields.PROPERTIES`` declares every one with its status (supported / accepted-and-ignored / refused).
-The result is one immutable ``SignallerConfig`` with typed attributes and Debezium-derived helpers::
+``SIGNALLER_<NAME>`` environment variables. Property names, defaults and accepted values are Debezium's.
+Each supported property is declared once, as a field of a typed section (``sections.py``);
+``fields.PROPERTIES`` is the whole table, with the accepted-and-ignored and refused ones. The result is
+one immutable ``SignallerConfig`` composed of frozen sections; components take the section they need::
 
     config = load_config("register-postgres.json", os.environ)
-    config.topic_for("public", "orders")        # 'dbserver1.public.orders'
-    psycopg2.connect(config.libpq_dsn())
+    config.topics.topic_for("public", "orders")    # 'dbserver1.public.orders'
+    psycopg2.connect(config.database.libpq_dsn())
+    config.snapshot.chunk_size                     # incremental.snapshot.chunk.size
 
 Bad input raises ``ConfigErrors`` (a ``signaller.errors.ConfigError``) listing every problem.
 """
@@ -18,6 +20,21 @@ from signaller.config.loading import config_from_mapping, load_config
 from signaller.config.model import SignallerConfig, sanitize_topic_name
 from signaller.config.names import env_name
 from signaller.config.problems import ConfigErrors
+from signaller.config.sections import (
+    CaptureSection,
+    ConnectorSection,
+    DatabaseSection,
+    EventSection,
+    HttpSection,
+    KafkaSection,
+    NotificationSection,
+    OffsetSection,
+    ReplicationSection,
+    SnapshotSection,
+    StreamingSection,
+    TopicSection,
+    TypeSection,
+)
 from signaller.config.sources import parse_properties
 from signaller.config.values import (
     MASK,
@@ -46,25 +63,38 @@ __all__ = [
     "PROPERTIES",
     "AutoCreateMode",
     "BinaryHandlingMode",
+    "CaptureSection",
     "ConfigErrors",
+    "ConnectorSection",
+    "DatabaseSection",
     "DecimalHandlingMode",
+    "EventSection",
     "Family",
     "HStoreHandlingMode",
+    "HttpSection",
     "IntervalHandlingMode",
+    "KafkaSection",
     "KeyColumns",
     "Kind",
     "NameAdjustmentMode",
     "NotificationChannel",
+    "NotificationSection",
+    "OffsetSection",
     "OffsetStorage",
     "PluginName",
     "Prop",
+    "ReplicationSection",
     "Secret",
     "SignalChannel",
     "SignallerConfig",
     "SnapshotMode",
+    "SnapshotSection",
     "SslMode",
     "Status",
+    "StreamingSection",
     "TimePrecisionMode",
+    "TopicSection",
+    "TypeSection",
     "WatermarkStrategy",
     "build_config",
     "config_from_mapping",

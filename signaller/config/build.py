@@ -15,6 +15,7 @@ from signaller.config.names import declared, family_of, suggestions
 from signaller.config.parsing import Rejected
 from signaller.config.problems import problem, raise_if_any
 from signaller.config.secrets import clip, printable
+from signaller.config.sections import SECTION_TYPES, SETTINGS
 from signaller.config.sources import Layer, RawValue
 from signaller.config.values import NotificationChannel, OffsetStorage, Secret
 from signaller.errors import ConfigError
@@ -27,7 +28,7 @@ NOT_SET = "(not set)"
 
 @dataclass(slots=True)
 class _Build:
-    """Work in progress: typed values by attribute, ignored names, problems found so far."""
+    """Work in progress: typed values by property name, ignored names, problems found so far."""
 
     layer: Layer
     values: dict[str, object] = field(default_factory=dict)
@@ -55,19 +56,27 @@ def build_config(layer: Layer) -> SignallerConfig:
         _classify(build, name, raw)
     for prop in PROPERTIES:
         given = prop.name in layer.values  # given but invalid: already reported, no default
-        if prop.status is Status.SUPPORTED and prop.attr not in build.values and not given:
+        if prop.status is Status.SUPPORTED and prop.name not in build.values and not given:
             _apply_default(build, prop)
     _derive_defaults(build.values)
     for rule in _CROSS_CHECKS:
         rule(build)
     raise_if_any(build.problems)
-    typed: dict[str, Any] = build.values  # each parser returns its field's type; a unit test checks them
     return SignallerConfig(
-        **typed,
+        **_sections(build.values),
         raw=MappingProxyType({name: raw.text for name, raw in layer.values.items()}),
         origins=MappingProxyType({name: raw.origin for name, raw in layer.values.items()}),
         ignored_properties=tuple(build.ignored),
     )
+
+
+def _sections(values: Mapping[str, object]) -> dict[str, Any]:
+    """Each section built from the typed values of its properties (every parser returns its field's type;
+    a unit test checks them)."""
+    by_section: dict[str, dict[str, object]] = {name: {} for name in SECTION_TYPES}
+    for setting in SETTINGS:
+        by_section[setting.section][setting.field] = values[setting.prop.name]
+    return {name: SECTION_TYPES[name](**given) for name, given in by_section.items()}
 
 
 def _classify(build: _Build, name: str, raw: RawValue) -> None:
@@ -101,7 +110,7 @@ def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:
     except Rejected as rejected:
         build.problems.append(problem(raw.written, raw.text, rejected.accepted, raw.origin))
         return
-    build.values[prop.attr] = _blank_is_unset(prop, value)
+    build.values[prop.name] = _blank_is_unset(prop, value)
     if prop.name == "snapshot.mode" and raw.text.strip().lower() == "never":
         log.warning("snapshot.mode=never (from %s) is read as no_data, Debezium's newer name",
                     printable(raw.origin))
@@ -120,18 +129,18 @@ def _apply_default(build: _Build, prop: Prop) -> None:
         accepted = f"a value: {prop.name} is required ({prop.doc})"
         build.problems.append(problem(prop.name, None, accepted, NOT_SET))
         return
-    build.values[prop.attr] = None if prop.default is None else prop.parse(prop.default)
+    build.values[prop.name] = None if prop.default is None else prop.parse(prop.default)
 
 
 def _derive_defaults(values: dict[str, object]) -> None:
     """Defaults that depend on other properties, as Debezium/signaller define them."""
-    prefix = values.get("topic_prefix") or ""
-    if values.get("signal_kafka_topic") is None:
-        values["signal_kafka_topic"] = f"{prefix}-signal"
-    if values.get("offset_storage_topic") is None:
-        values["offset_storage_topic"] = f"{prefix}-offsets"
-    if values.get("signal_kafka_bootstrap_servers") is None:
-        values["signal_kafka_bootstrap_servers"] = values.get("kafka_bootstrap_servers")
+    prefix = values.get("topic.prefix") or ""
+    if values.get("signal.kafka.topic") is None:
+        values["signal.kafka.topic"] = f"{prefix}-signal"
+    if values.get("offset.storage.topic") is None:
+        values["offset.storage.topic"] = f"{prefix}-offsets"
+    if values.get("signal.kafka.bootstrap.servers") is None:
+        values["signal.kafka.bootstrap.servers"] = values.get("kafka.bootstrap.servers")
 
 
 # --- rules across properties ---------------------------------------------------------------------------
@@ -147,31 +156,31 @@ def _exclusive_lists(build: _Build) -> None:
 
 
 def _queue_larger_than_batch(build: _Build) -> None:
-    queue, batch = build.values.get("max_queue_size"), build.values.get("max_batch_size")
+    queue, batch = build.values.get("max.queue.size"), build.values.get("max.batch.size")
     if isinstance(queue, int) and isinstance(batch, int) and queue <= batch:
         accepted = f"an integer larger than max.batch.size ({batch})"
         build.problems.append(problem("max.queue.size", queue, accepted, build.origin("max.queue.size")))
 
 
 def _sink_needs_topic(build: _Build) -> None:
-    channels = build.values.get("notification_enabled_channels")
+    channels = build.values.get("notification.enabled.channels")
     if isinstance(channels, tuple) and NotificationChannel.SINK in channels \
-            and not build.values.get("notification_sink_topic_name"):
+            and not build.values.get("notification.sink.topic.name"):
         accepted = "a topic name: required when notification.enabled.channels includes sink"
         build.problems.append(problem("notification.sink.topic.name", None, accepted, NOT_SET))
 
 
 def _file_storage_needs_filename(build: _Build) -> None:
-    file_storage = build.values.get("offset_storage") is OffsetStorage.FILE
-    if file_storage and not build.values.get("offset_storage_file_filename"):
+    file_storage = build.values.get("offset.storage") is OffsetStorage.FILE
+    if file_storage and not build.values.get("offset.storage.file.filename"):
         accepted = "a file path: required when offset.storage=file"
         build.problems.append(problem("offset.storage.file.filename", None, accepted, NOT_SET))
 
 
 def _token_unless_loopback(build: _Build) -> None:
     """The HTTP API accepts signals; off loopback it must demand a bearer token."""
-    host = build.values.get("signaller_http_host")
-    if isinstance(host, str) and not is_loopback(host) and build.values.get("signaller_http_token") is None:
+    host = build.values.get("signaller.http.host")
+    if isinstance(host, str) and not is_loopback(host) and build.values.get("signaller.http.token") is None:
         accepted = (f"a bearer token: required because signaller.http.host={host!r} is not a loopback "
                     f"address (set signaller.http.token, or bind to 127.0.0.1)")
         origin = build.origin("signaller.http.host")

@@ -1,7 +1,7 @@
 """Value types a parsed configuration holds: secrets, Debezium's closed sets of modes, key-column rules.
 
 The enums list only the values signaller implements. Debezium values signaller recognises but refuses
-are declared next to each property in ``fields.py`` with the reason, so an error can explain them.
+are declared next to each property in ``sections.py`` with the reason, so an error can explain them.
 """
 
 from __future__ import annotations

@@ -94,14 +94,15 @@ class CaptureLoop:
         config = self.config
         catalog.check_logical_decoding()
         tables = [t for t in catalog.tables() if config.is_table_captured(t.schema, t.table)]
-        catalog.ensure_publication(config.publication_name, config.publication_autocreate_mode.value, tables)
-        slot = catalog.ensure_slot(config.slot_name)
+        replication = config.replication
+        catalog.ensure_publication(replication.publication_name, replication.publication_autocreate_mode.value, tables)
+        slot = catalog.ensure_slot(replication.slot_name)
         if slot.active_pid is not None:
-            msg = (f"replication slot {config.slot_name!r} is in use by PostgreSQL backend pid {slot.active_pid} "
+            msg = (f"replication slot {replication.slot_name!r} is in use by PostgreSQL backend pid {slot.active_pid} "
                    "(another signaller or Debezium?); will retry")
             raise TransientSourceError(msg)
         log.info("capturing %d table(s) through publication %s and slot %s",
-                 len(tables), config.publication_name, config.slot_name)
+                 len(tables), replication.publication_name, replication.slot_name)
         return tables
 
     def run(self) -> None:
@@ -109,11 +110,11 @@ class CaptureLoop:
         the way out (also after an error) commit what Kafka acknowledged and close every connection. Raises the error
         that ended the session (``TransientError`` for what is worth retrying)."""
         config = self.config
-        catalog = Catalog(config.libpq_dsn())
+        catalog = Catalog(config.database.libpq_dsn())
         reader = PostgresLogReader(config, catalog)
         sink = KafkaSink(config.producer_config(), TopicManager(
-            config.kafka_client_config(), config.topic_creation_default_partitions,
-            config.topic_creation_default_replication_factor), config.event_processing_failure_handling_mode.value)
+            config.kafka_client_config(), config.kafka.topic_creation_default_partitions,
+            config.kafka.topic_creation_default_replication_factor), config.events.failure_handling_mode.value)
         checkpoint = Checkpoint(on_failure=sink.delivery_failed)
         dispatcher = self._dispatcher = EventDispatcher(config, sink, checkpoint, self.stats,
                                                         count_by_table=self.metrics is not None,
@@ -122,8 +123,8 @@ class CaptureLoop:
 
         # The snapshot's side of the source: its own connection for chunks and watermarks, and the
         # schema provider on the reader's schema cache (one cache for stream and chunks).
-        chunks = PostgresChunkReader(config.libpq_dsn(), config.signal_data_collection,
-                                     config.incremental_snapshot_watermarking_strategy.value)
+        chunks = PostgresChunkReader(config.database.libpq_dsn(), config.snapshot.signal_data_collection,
+                                     config.snapshot.watermarking_strategy.value)
         schemas = PostgresSchemaProvider(config, catalog, reader.relations)
         snapshots = SnapshotCoordinator(config, chunks, schemas, dispatcher, checkpoint, self.control,
                                         commit_now=lambda: self._commit(reader, sink, checkpoint, final=True),
@@ -140,7 +141,7 @@ class CaptureLoop:
         except KafkaException as exc:
             # A Kafka client call (metadata, topic creation) failed outside the delivery path: an
             # unreachable or unhealthy cluster is worth retrying, not a reason to exit.
-            raise kafka_failure(exc, config.kafka_bootstrap_servers) from exc
+            raise kafka_failure(exc, config.kafka.bootstrap_servers) from exc
         finally:
             try:
                 # Whatever Kafka already acknowledged is safe to record, even after a failure.
@@ -157,12 +158,12 @@ class CaptureLoop:
     def _stream(self, reader: PostgresLogReader, sink: KafkaSink, checkpoint: Checkpoint,
                 dispatcher: EventDispatcher, snapshots: Any) -> None:
         config = self.config
-        flush_every = max(0.05, config.offset_flush_interval_ms / 1000)
-        heartbeat_every = config.heartbeat_interval_ms / 1000
+        flush_every = max(0.05, config.offsets.flush_interval_ms / 1000)
+        heartbeat_every = config.streaming.heartbeat_interval_ms / 1000
         next_flush = next_heartbeat = time.monotonic()
         in_tx = False
         while not self._stopping:
-            items = reader.poll(config.max_batch_size, config.poll_interval_ms / 1000)
+            items = reader.poll(config.streaming.max_batch_size, config.streaming.poll_interval_ms / 1000)
             for item in items:
                 if type(item) is Change:
                     snapshots.on_change(item)
@@ -200,7 +201,7 @@ class CaptureLoop:
             if self.metrics is not None:
                 self.metrics.count_skipped_record(record.topic, "too_large")
             snapshots.notify(notes.make(
-                "RECORD_SKIPPED", None, self.config.topic_prefix, EVENT_PROCESSING, reason="too_large",
+                "RECORD_SKIPPED", None, self.config.topics.prefix, EVENT_PROCESSING, reason="too_large",
                 topic=record.topic, data_collection=record.table or "", key=record.key_text,
                 lsn=format_lsn(record.lsn) if record.lsn is not None else "", size=str(record.size),
                 limit=str(record.limit), limit_setting=record.limit_setting))

@@ -50,9 +50,9 @@ def run(config: str = typer.Option(None, "--config", "-c", help="Debezium connec
     redact_secrets(settings.secret_values())
     control = SidecarControl()
     metrics = MetricsRegistry()
-    token = settings.signaller_http_token.reveal() if settings.signaller_http_token else None
-    server = serve(create_app(control, token=token, metrics=metrics), settings.signaller_http_host,
-                   settings.signaller_http_port)
+    token = settings.http.token.reveal() if settings.http.token else None
+    server = serve(create_app(control, token=token, metrics=metrics), settings.http.host,
+                   settings.http.port)
     server.wait_started(10)
     supervisor = Supervisor(lambda: CaptureLoop(settings, control=control, metrics=metrics),
                             on_error=control.report_error)
@@ -298,7 +298,7 @@ def _local_rejection(signal: dict[str, Any]) -> str | None:
 
 def _deliver_file(settings: SignallerConfig, signal: dict[str, Any]) -> str:
     """Append one line to ``signal.file`` with a single O_APPEND write (atomic against other appenders)."""
-    path = Path(settings.signal_file).absolute()
+    path = Path(settings.snapshot.signal_file).absolute()
     line = (json.dumps(signal, separators=(",", ":")) + "\n").encode()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -319,7 +319,7 @@ def _deliver_kafka(settings: SignallerConfig, signal: dict[str, Any]) -> str:
 
     connection = {key: value for key, value in settings.signal_consumer_config().items()
                   if key.startswith(("bootstrap.", "security.", "sasl.", "ssl."))}
-    topic = settings.signal_kafka_topic
+    topic = settings.snapshot.signal_kafka_topic
     where = f"Kafka topic {topic} at {connection.get('bootstrap.servers')}"
     failures: list[str] = []
     client_errors: list[str] = []  # librdkafka's own log lines are silenced; its last error is reported instead
@@ -334,7 +334,7 @@ def _deliver_kafka(settings: SignallerConfig, signal: dict[str, Any]) -> str:
     try:
         producer = Producer({**connection, "acks": "all", "message.timeout.ms": 15000, "log_level": 0,
                              "error_cb": client_error})
-        producer.produce(topic, key=settings.topic_prefix.encode(), value=json.dumps(signal).encode(),
+        producer.produce(topic, key=settings.topics.prefix.encode(), value=json.dumps(signal).encode(),
                          partition=0, on_delivery=delivered)
         pending = producer.flush(20)
     except (KafkaException, BufferError) as exc:
@@ -343,7 +343,7 @@ def _deliver_kafka(settings: SignallerConfig, signal: dict[str, Any]) -> str:
         problem = failures[0] if failures else "no acknowledgement within 20 s"
         cause = f" ({client_errors[-1]})" if client_errors else ""
         raise _Undelivered(f"cannot produce to {where}: {problem}{cause}")
-    return f"{where} (partition 0, key {settings.topic_prefix!r})"
+    return f"{where} (partition 0, key {settings.topics.prefix!r})"
 
 
 def _deliver_source(settings: SignallerConfig, signal: dict[str, Any]) -> str:
@@ -352,7 +352,7 @@ def _deliver_source(settings: SignallerConfig, signal: dict[str, Any]) -> str:
 
     from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
-    table = settings.signal_data_collection
+    table = settings.snapshot.signal_data_collection
     if table is None:
         raise _Undelivered("signal.data.collection is not set: the source channel needs the signal table")
     # Written whole and run without parameters: psycopg2 would read a '%' in the table's name as a placeholder.
@@ -363,10 +363,10 @@ def _deliver_source(settings: SignallerConfig, signal: dict[str, Any]) -> str:
         raise _Refused(f"cannot write the signal to {table}: {exc}") from exc
     statement = f"INSERT INTO {target} (id, type, data) VALUES ({values})"
     try:
-        connection = psycopg2.connect(settings.libpq_dsn(connect_timeout="10"))
+        connection = psycopg2.connect(settings.database.libpq_dsn(connect_timeout="10"))
     except psycopg2.Error as exc:
-        raise _Undelivered(f"cannot connect to PostgreSQL at {settings.database_hostname}:"
-                           f"{settings.database_port}: {str(exc).strip()}") from exc
+        raise _Undelivered(f"cannot connect to PostgreSQL at {settings.database.hostname}:"
+                           f"{settings.database.port}: {str(exc).strip()}") from exc
     try:
         with connection, connection.cursor() as cursor:
             cursor.execute(statement)
@@ -395,16 +395,16 @@ def _default_url(settings: SignallerConfig | None) -> str:
     """The API of the sidecar ``settings`` configures (a wildcard host means loopback), else 127.0.0.1:8089."""
     if settings is None:
         return f"http://127.0.0.1:{DEFAULT_HTTP_PORT}"
-    host = settings.signaller_http_host
+    host = settings.http.host
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
-    return f"http://{f'[{host}]' if ':' in host else host}:{settings.signaller_http_port}"
+    return f"http://{f'[{host}]' if ':' in host else host}:{settings.http.port}"
 
 
 def _token(token: str | None, settings: SignallerConfig | None) -> str | None:
     if token:
         return token
-    if settings is not None and settings.signaller_http_token is not None:
-        return settings.signaller_http_token.reveal()
+    if settings is not None and settings.http.token is not None:
+        return settings.http.token.reveal()
     return None
 
 

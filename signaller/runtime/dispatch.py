@@ -103,14 +103,14 @@ class EventDispatcher:
         self._event_counts: dict[tuple[str, str], int] = {}
         self._on_change = on_change
         self._serializer = RecordSerializer(
-            topic_prefix=config.topic_prefix, database=config.database_dbname,
-            schemas_enable=config.value_converter_schemas_enable,
-            key_schemas_enable=config.key_converter_schemas_enable)
+            topic_prefix=config.topics.prefix, database=config.database.dbname,
+            schemas_enable=config.connector.value_schemas_enable,
+            key_schemas_enable=config.connector.key_schemas_enable)
         self._outputs: dict[int, _TableOutput] = {}
-        self._tombstones = config.tombstones_on_delete
-        self._tx = _TransactionMetadata() if config.provide_transaction_metadata else None
-        channels = {c.value for c in config.notification_enabled_channels}
-        self.notification_topic = config.notification_sink_topic_name if "sink" in channels else None
+        self._tombstones = config.events.tombstones_on_delete
+        self._tx = _TransactionMetadata() if config.events.provide_transaction_metadata else None
+        channels = {c.value for c in config.notifications.enabled_channels}
+        self.notification_topic = config.notifications.sink_topic_name if "sink" in channels else None
         """The topic of notification records; None when the ``sink`` notification channel is off."""
 
     # -- row events -----------------------------------------------------------------------
@@ -134,7 +134,7 @@ class EventDispatcher:
 
     def _output(self, plan: RelationPlan) -> _TableOutput:
         serializer = self._serializer.table(plan.schema, plan.codecs)
-        output = self._outputs[id(plan)] = _TableOutput(plan, serializer, self._config.topic_for(plan.table_id))
+        output = self._outputs[id(plan)] = _TableOutput(plan, serializer, self._config.topics.topic_for(plan.table_id))
         return output
 
     def _row(self, change: Change, output: _TableOutput, block: dict[str, Any] | None) -> None:
@@ -171,7 +171,7 @@ class EventDispatcher:
         tx.begin(item.xid)
         tx_id = postgres_transaction_id(item.xid, item.begin_lsn)
         key, value = self._serializer.transaction_begin(tx_id, item.commit_ts_us // 1000)
-        self._send(self._config.transaction_topic, key, value)
+        self._send(self._config.topics.transaction_topic, key, value)
 
     def transaction_end(self, item: TxCommit) -> None:
         """A transaction committed: its END record (event counts per table), when transaction metadata is on."""
@@ -179,12 +179,12 @@ class EventDispatcher:
         if tx is None:
             return
         tx_id = postgres_transaction_id(item.xid, item.end_lsn)
-        self._send(self._config.transaction_topic, *self._serializer.transaction_end(
+        self._send(self._config.topics.transaction_topic, *self._serializer.transaction_end(
             tx_id, item.commit_ts_us // 1000, tx.total, sorted(tx.per_table.items())))
 
     def heartbeat(self) -> None:
         """A heartbeat record, stamped now."""
-        self._send(self._config.heartbeat_topic, *self._serializer.heartbeat(_now_us() // 1000))
+        self._send(self._config.topics.heartbeat_topic, *self._serializer.heartbeat(_now_us() // 1000))
 
     def notification(self, notification: Notification) -> None:
         """``notification`` as a record of :attr:`notification_topic` (nothing when that is None)."""

@@ -95,16 +95,16 @@ class SnapshotCoordinator:
         self._read_problems: dict[str, str] = {}
         self._chunks = chunks
         self.engine = IncrementalSnapshotter(config, chunks, schemas, dispatcher.read, self._notify, compile_filter)
-        self._signal_table = config.signal_data_collection
+        self._signal_table = config.snapshot.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None
         self._next_channel_poll = 0.0
         self._last_end_lsn = 0
         self._in_tx = False
-        self._log_notifications = "log" in {c.value for c in config.notification_enabled_channels}
+        self._log_notifications = "log" in {c.value for c in config.notifications.enabled_channels}
         self._table_channel = SignalTableChannel(
-            self._signal_table, enabled="source" in {c.value for c in config.signal_enabled_channels},
-            insert_delete=config.incremental_snapshot_watermarking_strategy.value == "insert_delete")
+            self._signal_table, enabled="source" in {c.value for c in config.snapshot.signal_enabled_channels},
+            insert_delete=config.snapshot.watermarking_strategy.value == "insert_delete")
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, offsets: Offsets | None, tables: list[TableId]) -> None:
@@ -112,7 +112,7 @@ class SnapshotCoordinator:
         self._last_end_lsn = offsets.lsn if offsets else 0
         self.engine.restore(SnapshotState.from_offset(offsets.snapshot if offsets else None))
         self._open_channels()
-        mode = self._config.snapshot_mode.value
+        mode = self._config.snapshot.mode.value
         if offsets is None and mode in ("initial", "when_needed"):
             data_tables = [t for t in tables if t != self._signal_table]
             if data_tables:
@@ -127,7 +127,7 @@ class SnapshotCoordinator:
                 return
         # As Debezium: every start that runs no initial snapshot says so (random id, Initial Snapshot).
         with self._adhoc_group():
-            self._notify(notes.make("SKIPPED", None, self._config.topic_prefix, notes.INITIAL))
+            self._notify(notes.make("SKIPPED", None, self._config.topics.prefix, notes.INITIAL))
 
     def close(self) -> None:
         """Close every signal channel and the snapshot's database connection; never raises (a channel failing to close
@@ -141,7 +141,7 @@ class SnapshotCoordinator:
         return [*self._polled, self._table_channel, *([self._http] if self._http is not None else [])]
 
     def _open_channels(self) -> None:
-        enabled = {c.value for c in self._config.signal_enabled_channels}
+        enabled = {c.value for c in self._config.snapshot.signal_enabled_channels}
         positions = self.engine.state.channel_positions
         if "kafka" in enabled:
             from signaller.signals.channels.kafka import KafkaSignalChannel
@@ -151,7 +151,7 @@ class SnapshotCoordinator:
             from signaller.signals.channels.file import FileSignalChannel
 
             stored = positions.get("file")
-            self._polled.append(FileSignalChannel(self._config.signal_file, tuple(stored) if stored else None))
+            self._polled.append(FileSignalChannel(self._config.snapshot.signal_file, tuple(stored) if stored else None))
 
     # -- hooks from the capture loop ------------------------------------------------------
     def on_begin(self) -> None:
@@ -202,14 +202,14 @@ class SnapshotCoordinator:
     def tick(self, stream_lsn: int = 0, last_commit_lsn: int | None = None) -> None:
         """Serve the control queue and the channels, close a read-only window the log has
         passed, then read the next chunk if one is due."""
-        if self._config.read_only and stream_lsn:
+        if self._config.snapshot.read_only and stream_lsn:
             with self._adhoc_group():
                 self.engine.on_position(max(stream_lsn, self._last_end_lsn), (last_commit_lsn, 0))
         if self._http is not None:
             self._serve_http(self._http)
         now = time.monotonic()
         if self._polled and now >= self._next_channel_poll:
-            self._next_channel_poll = now + self._config.signal_poll_interval_ms / 1000
+            self._next_channel_poll = now + self._config.snapshot.signal_poll_interval_ms / 1000
             handled = sum(len(self._read_channel(channel)) for channel in self._polled)
             if handled:
                 self._publish_status()
@@ -310,7 +310,7 @@ class SnapshotCoordinator:
     def _reject(self, channel: str, signal_id: str, reason: str, exc: BaseException | None = None) -> None:
         log.warning("signal %s from %s rejected: %s", signal_id, channel, reason, exc_info=exc)
         with self._adhoc_group():
-            self._notify(notes.make("REJECTED", signal_id, self._config.topic_prefix, notes.SIGNAL,
+            self._notify(notes.make("REJECTED", signal_id, self._config.topics.prefix, notes.SIGNAL,
                                     channel=channel, reason=reason))
 
     # -- output ---------------------------------------------------------------------------

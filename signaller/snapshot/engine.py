@@ -130,7 +130,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._chunks = chunks
         self._schemas = schemas
         self._tables = TableCatalog(config, schemas)
-        self._blocking = BlockingSnapshot(chunks, self._tables.describe, emit, notify, config.topic_prefix)
+        self._blocking = BlockingSnapshot(chunks, self._tables.describe, emit, notify, config.topics.prefix)
         self._emit = emit
         self._notify = notify
         self._compile_filter = compile_filter
@@ -145,7 +145,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._runtime: dict[str, TableRuntime] = {}
         self._window_opened_at = 0.0
         self.rows_emitted = 0
-        self._read_only = config.read_only
+        self._read_only = config.snapshot.read_only
         self._visible: TransactionVisibility | None = None
         self._high_lsn = 0
 
@@ -160,7 +160,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def chunk_size(self) -> int:
         """Rows per chunk SELECT: the size set by the API (kept in ``state``), else
         ``incremental.snapshot.chunk.size``."""
-        return self._state.chunk_size or self._config.incremental_snapshot_chunk_size
+        return self._state.chunk_size or self._config.snapshot.chunk_size
 
     def restore(self, state: SnapshotState | None) -> None:
         """Resume after a restart: the next chunk starts after the stored ``last_key``."""
@@ -218,7 +218,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         return SignalOutcome(signal.id, True)
 
     def _captured_tables(self) -> list[TableId]:
-        signal_table = self._config.signal_data_collection
+        signal_table = self._config.snapshot.signal_data_collection
         return [t for t in self._schemas.tables()
                 if self._config.is_table_captured(t.schema, t.table) and t != signal_table]
 
@@ -268,7 +268,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                                                correlation_id=action.signal_id)
         if not was_running:
             for kind in ("STARTED", "DATA_COLLECTIONS_RESOLVED"):
-                self._notify(notes.make(kind, action.signal_id, self._config.topic_prefix,
+                self._notify(notes.make(kind, action.signal_id, self._config.topics.prefix,
                                         data_collections=self._collections()))
             if not self._state.paused:
                 self._need_chunk = True
@@ -290,7 +290,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             raise SignalError("no incremental snapshot is running", action.signal_id)
         if not self._state.paused:
             self._state = self._state.with_changes(paused=True)
-            self._notify(notes.make("PAUSED", self._state.correlation_id, self._config.topic_prefix,
+            self._notify(notes.make("PAUSED", self._state.correlation_id, self._config.topics.prefix,
                                     data_collections=self._collections()))
 
     def resume_snapshot(self, action: ResumeSnapshot) -> None:
@@ -299,7 +299,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             raise SignalError("no incremental snapshot is running", action.signal_id)
         if self._state.paused:
             self._state = self._state.with_changes(paused=False)
-            self._notify(notes.make("RESUMED", self._state.correlation_id, self._config.topic_prefix,
+            self._notify(notes.make("RESUMED", self._state.correlation_id, self._config.topics.prefix,
                                     data_collections=self._collections()))
             self._need_chunk = True
 
@@ -503,7 +503,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
         runtime.rows_read += len(rows)
         self._notify(notes.make(
-            "IN_PROGRESS", self._state.correlation_id, self._config.topic_prefix,
+            "IN_PROGRESS", self._state.correlation_id, self._config.topics.prefix,
             data_collections=self._collections(), current_collection_in_progress=head.table,
             maximum_key=key_text(self._state.max_key) or '"<null>"',
             last_processed_key=key_text(self._chunk_end) or "",
@@ -526,12 +526,12 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if runtime is not None:
             runtime.total_rows = None
         if announce:
-            self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._config.topic_prefix,
+            self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._config.topics.prefix,
                                     data_collections=collections, scanned_collection=head.table,
                                     total_rows_scanned=str(head.rows), status=status, **total))
         log.info("incremental snapshot of %s: %s, %d rows", head.table, status, head.rows)
         if not self._state.queue:
-            self._notify(notes.make("COMPLETED", self._state.correlation_id, self._config.topic_prefix))
+            self._notify(notes.make("COMPLETED", self._state.correlation_id, self._config.topics.prefix))
             self._state = self._state.with_changes(correlation_id=None, paused=False)
 
     def _apply_stops(self) -> None:
@@ -558,7 +558,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                 self._state = self._state.with_changes(max_key=None, last_key=None, correlation_id=None,
                                                        paused=False)
                 self._chunk_end = None
-            self._notify(notes.make("ABORTED", correlation, self._config.topic_prefix,
+            self._notify(notes.make("ABORTED", correlation, self._config.topics.prefix,
                                     data_collections=",".join(q.table for q in stopped)))
 
     # -- status ---------------------------------------------------------------------------

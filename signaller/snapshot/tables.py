@@ -45,7 +45,7 @@ class TableCatalog(Generic[ChangeT]):
     def key_columns(self, info: TableDescription) -> tuple[str, ...]:
         """The chunk key of a table: ``message.key.columns`` for it if configured, else its primary key
         (empty when it has neither)."""
-        override = self._config.key_columns_for(info.table_id.schema, info.table_id.table)
+        override = self._config.capture.key_columns_for(info.table_id.schema, info.table_id.table)
         return tuple(override) if override else info.primary_key
 
     def check_surrogate(self, info: TableDescription, column: str, signal_id: str) -> None:
@@ -56,7 +56,7 @@ class TableCatalog(Generic[ChangeT]):
         if column not in info.not_null or column not in info.unique_columns:
             raise SignalError(f"surrogate-key {column!r} of {info.table_id} must be NOT NULL and have a unique "
                               "index, or chunks could skip or repeat rows", signal_id)
-        if not self._config.is_column_captured(info.table_id.schema, info.table_id.table, column):
+        if not self._config.capture.is_column_captured(info.table_id.schema, info.table_id.table, column):
             raise SignalError(f"surrogate-key {column!r} of {info.table_id} is not a captured column (see "
                               "column.include.list/column.exclude.list): streamed changes must carry it to be "
                               "matched against the rows of a snapshot chunk; accepted: a captured unique NOT "

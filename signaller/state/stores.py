@@ -158,16 +158,16 @@ class KafkaOffsetStore:
 
 def open_store(config: SignallerConfig) -> OffsetStore:
     """The store ``offset.storage`` selects (``file`` needs ``offset.storage.file.filename``)."""
-    if config.offset_storage.value == "file":
-        if not config.offset_storage_file_filename:
+    if config.offsets.storage.value == "file":
+        if not config.offsets.file_filename:
             msg = "offset.storage=file needs offset.storage.file.filename"
             raise StateError(msg)
-        return FileOffsetStore(config.offset_storage_file_filename)
+        return FileOffsetStore(config.offsets.file_filename)
     # Kafka Connect keys source offsets by the connector's ``name``; without one (a bare properties
     # file) the topic prefix stands in, which is also the key earlier versions wrote.
-    name = (config.get("name") or "").strip() or config.topic_prefix
+    name = (config.get("name") or "").strip() or config.topics.prefix
     return KafkaOffsetStore(
-        config.kafka_client_config(), config.offset_storage_topic, name=name,
-        server=config.topic_prefix, replication=config.topic_creation_default_replication_factor,
-        fallback_names=(config.topic_prefix,),
+        config.kafka_client_config(), config.offsets.topic, name=name,
+        server=config.topics.prefix, replication=config.kafka.topic_creation_default_replication_factor,
+        fallback_names=(config.topics.prefix,),
     )

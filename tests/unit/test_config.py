@@ -33,6 +33,7 @@ from signaller.config import (
     parse_properties,
 )
 from signaller.config.names import property_for_env
+from signaller.config.sections import SETTINGS
 from signaller.errors import ConfigError
 from signaller.model.tables import TableId
 
@@ -98,18 +99,18 @@ def test_debezium_tutorial_json_loads_unchanged(tmp_path: Path, caplog: pytest.L
     path = write(tmp_path, "register-postgres.json", json.dumps(REGISTER_POSTGRES, indent=4))
     with caplog.at_level(logging.WARNING, logger="signaller.config"):
         cfg = load_config(path, {})
-    assert (cfg.topic_prefix, cfg.database_hostname, cfg.database_port) == ("dbserver1", "postgres", 5432)
-    assert cfg.database_user == "postgres" and cfg.database_dbname == "postgres"
-    assert cfg.database_password == Secret("postgres")
-    assert [p.text for p in cfg.schema_include_list] == ["inventory"]
-    assert cfg.plugin_name is PluginName.PGOUTPUT  # Debezium would default to decoderbufs
-    assert cfg.snapshot_mode is SnapshotMode.INITIAL
-    assert (cfg.slot_name, cfg.publication_name) == ("debezium", "dbz_publication")
+    assert (cfg.topics.prefix, cfg.database.hostname, cfg.database.port) == ("dbserver1", "postgres", 5432)
+    assert cfg.database.user == "postgres" and cfg.database.dbname == "postgres"
+    assert cfg.database.password == Secret("postgres")
+    assert [p.text for p in cfg.capture.schema_include_list] == ["inventory"]
+    assert cfg.replication.plugin_name is PluginName.PGOUTPUT  # Debezium would default to decoderbufs
+    assert cfg.snapshot.mode is SnapshotMode.INITIAL
+    assert (cfg.replication.slot_name, cfg.replication.publication_name) == ("debezium", "dbz_publication")
     assert set(cfg.ignored_properties) == {"tasks.max", "name"}
     assert "tasks.max" in caplog.text and "name" in caplog.text
     assert cfg.get("name") == "inventory-connector"
     assert cfg.origin_of("topic.prefix") == f"connector-json:{path}"
-    assert cfg.topic_for("inventory", "customers") == "dbserver1.inventory.customers"
+    assert cfg.topics.topic_for("inventory", "customers") == "dbserver1.inventory.customers"
     assert cfg.is_table_captured("inventory", "customers")
     assert not cfg.is_table_captured("public", "customers")
 
@@ -118,15 +119,15 @@ def test_inner_config_object_and_native_json_types(tmp_path: Path) -> None:
     inner = {**BASE, "database.port": 6543, "tombstones.on.delete": False, "slot.name": None,
              "table.include.list": ["public.a", "public.b"], "incremental.snapshot.chunk.size": 10}
     cfg = load_config(write(tmp_path, "inner.json", json.dumps(inner)), {})
-    assert cfg.database_port == 6543 and cfg.tombstones_on_delete is False
-    assert cfg.slot_name == "debezium"  # null leaves the property unset
-    assert [p.text for p in cfg.table_include_list] == ["public.a", "public.b"]
-    assert cfg.incremental_snapshot_chunk_size == 10
+    assert cfg.database.port == 6543 and cfg.events.tombstones_on_delete is False
+    assert cfg.replication.slot_name == "debezium"  # null leaves the property unset
+    assert [p.text for p in cfg.capture.table_include_list] == ["public.a", "public.b"]
+    assert cfg.snapshot.chunk_size == 10
 
 
 def test_json_content_is_detected_without_json_extension(tmp_path: Path) -> None:
     cfg = load_config(write(tmp_path, "connector.conf", json.dumps(REGISTER_POSTGRES)), {})
-    assert cfg.topic_prefix == "dbserver1"
+    assert cfg.topics.prefix == "dbserver1"
 
 
 def test_connector_class_must_be_debeziums_postgres_connector() -> None:
@@ -159,8 +160,8 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 def test_env_config_provider_is_resolved_from_env() -> None:
     cfg = config_from_mapping({**BASE, "database.password": "${env:PGPASS}", "slot.name": "s_${env:SUFFIX}"},
                               env={"PGPASS": PASSWORD, "SUFFIX": "x1"})
-    assert cfg.database_password is not None and cfg.database_password.reveal() == PASSWORD
-    assert cfg.slot_name == "s_x1"
+    assert cfg.database.password is not None and cfg.database.password.reveal() == PASSWORD
+    assert cfg.replication.slot_name == "s_x1"
     assert cfg.origin_of("slot.name") == "mapping via ${env:SUFFIX}"
 
 
@@ -221,7 +222,7 @@ def test_properties_bad_unicode_escape_is_a_problem() -> None:
 def test_load_properties_file(tmp_path: Path) -> None:
     text = BASE_TEXT + "bootstrap.servers=k1:9092,k2:9092\n"
     cfg = load_config(write(tmp_path, "signaller.properties", text), {})
-    assert cfg.kafka_bootstrap_servers == "k1:9092,k2:9092"
+    assert cfg.kafka.bootstrap_servers == "k1:9092,k2:9092"
     assert cfg.get("bootstrap.servers") == cfg.get("kafka.bootstrap.servers") == "k1:9092,k2:9092"
     assert cfg.origin_of("bootstrap.servers") == f"{tmp_path / 'signaller.properties'}:5"
 
@@ -247,16 +248,16 @@ def test_env_overrides_file_and_is_mapped_by_declared_names(tmp_path: Path) -> N
         "PATH": "/usr/bin",
     }
     cfg = load_config(write(tmp_path, "c.properties", text), env)
-    assert cfg.slot_name == "from_env" and cfg.origin_of("slot.name") == "env:SIGNALLER_SLOT_NAME"
-    assert cfg.kafka_bootstrap_servers == "e:9092"
-    assert cfg.signal_kafka_group_id == "grp" and cfg.signaller_http_port == 9999
+    assert cfg.replication.slot_name == "from_env" and cfg.origin_of("slot.name") == "env:SIGNALLER_SLOT_NAME"
+    assert cfg.kafka.bootstrap_servers == "e:9092"
+    assert cfg.snapshot.signal_kafka_group_id == "grp" and cfg.http.port == 9999
     assert cfg.producer_config()["linger.ms"] == "50"
 
 
 def test_env_only_configuration() -> None:
     env = {env_name(k): str(v) for k, v in BASE.items()}
     assert env["SIGNALLER_TOPIC_PREFIX"] == "pg1" and env["SIGNALLER_DATABASE_HOSTNAME"] == "db.internal"
-    assert load_config(None, env).topic_prefix == "pg1"
+    assert load_config(None, env).topics.prefix == "pg1"
 
 
 def test_every_declared_name_round_trips_through_its_env_variable() -> None:
@@ -341,8 +342,8 @@ def test_cross_property_rules() -> None:
     assert only_problem({"offset.storage": "file"}).key == "offset.storage.file.filename"
     cfg = config(notification_enabled_channels="sink,log", notification_sink_topic_name="pg1.notifications",
                  offset_storage="FILE", offset_storage_file_filename="/var/lib/signaller/offsets")
-    assert cfg.notification_enabled_channels == (NotificationChannel.SINK, NotificationChannel.LOG)
-    assert cfg.offset_storage is OffsetStorage.FILE
+    assert cfg.notifications.enabled_channels == (NotificationChannel.SINK, NotificationChannel.LOG)
+    assert cfg.offsets.storage is OffsetStorage.FILE
 
 
 @pytest.mark.parametrize("kind", ["schema", "table", "column"])
@@ -364,7 +365,7 @@ def test_secrets_never_appear_in_repr_str_display_or_errors(caplog: pytest.LogCa
     }
     with caplog.at_level(logging.WARNING):
         cfg = config_from_mapping({**BASE, **secret_props})
-    shown = [repr(cfg), str(cfg), json.dumps(cfg.to_display_dict()), repr(cfg.database_password), caplog.text]
+    shown = [repr(cfg), str(cfg), json.dumps(cfg.to_display_dict()), repr(cfg.database.password), caplog.text]
     for text in shown:
         assert PASSWORD not in text and TOKEN not in text
     assert cfg.to_display_dict()["database.password"] == MASK
@@ -379,12 +380,12 @@ def test_secrets_never_appear_in_repr_str_display_or_errors(caplog: pytest.LogCa
 
 def test_libpq_dsn_quotes_values_and_includes_password() -> None:
     cfg = config(database_password=PASSWORD, database_sslmode="verify-full", database_sslrootcert="/ca.pem")
-    dsn = cfg.libpq_dsn(replication="database")
+    dsn = cfg.database.libpq_dsn(replication="database")
     assert "password='pw-Zq8\\'x\\\\y'" in dsn
     assert "host='db.internal'" in dsn and "port='5432'" in dsn and "dbname='shop'" in dsn
     assert "sslmode='verify-full'" in dsn and "sslrootcert='/ca.pem'" in dsn
     assert "replication='database'" in dsn
-    assert cfg.database_sslmode is SslMode.VERIFY_FULL
+    assert cfg.database.sslmode is SslMode.VERIFY_FULL
 
 
 # --- HTTP API token -----------------------------------------------------------------------------------------
@@ -396,13 +397,13 @@ def test_token_required_when_http_host_is_not_loopback(host: str) -> None:
     assert error.key == "signaller.http.token" and host in error.accepted
     empty_token = only_problem({"signaller.http.host": host, "signaller.http.token": ""})
     assert empty_token.key == "signaller.http.token"
-    assert config(signaller_http_host=host, signaller_http_token=TOKEN).signaller_http_token == Secret(TOKEN)
+    assert config(signaller_http_host=host, signaller_http_token=TOKEN).http.token == Secret(TOKEN)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
 def test_no_token_needed_on_loopback(host: str) -> None:
     cfg = config(signaller_http_host=host)
-    assert cfg.signaller_http_token is None and cfg.signaller_http_port == 8089
+    assert cfg.http.token is None and cfg.http.port == 8089
 
 
 # --- filters ---------------------------------------------------------------------------------------------
@@ -429,31 +430,31 @@ def test_exclude_lists_and_schema_lists() -> None:
 
 def test_signal_table_is_always_captured() -> None:
     cfg = config(table_include_list=r"public\.orders", signal_data_collection="ops.debezium_signal")
-    assert cfg.signal_data_collection == TableId("ops", "debezium_signal")
+    assert cfg.snapshot.signal_data_collection == TableId("ops", "debezium_signal")
     assert cfg.is_table_captured("ops", "debezium_signal")
     assert not cfg.is_table_captured("ops", "other")
 
 
 def test_column_lists_full_match_schema_table_column() -> None:
     cfg = config(column_exclude_list=r"public\.users\.(email|ssn)")
-    assert not cfg.is_column_captured("public", "users", "email")
-    assert cfg.is_column_captured("public", "users", "email_verified")
+    assert not cfg.capture.is_column_captured("public", "users", "email")
+    assert cfg.capture.is_column_captured("public", "users", "email_verified")
     only = config(column_include_list=r"public\.users\.id,public\.users\.name")
-    assert only.is_column_captured("public", "users", "id")
-    assert not only.is_column_captured("public", "users", "email")
+    assert only.capture.is_column_captured("public", "users", "id")
+    assert not only.capture.is_column_captured("public", "users", "email")
 
 
 def test_regex_list_honours_escaped_commas() -> None:
     cfg = config(table_include_list=r"public\.t_\d{1\,3},public.x")
-    assert [p.text for p in cfg.table_include_list] == [r"public\.t_\d{1,3}", "public.x"]
+    assert [p.text for p in cfg.capture.table_include_list] == [r"public\.t_\d{1,3}", "public.x"]
     assert cfg.is_table_captured("public", "t_123") and not cfg.is_table_captured("public", "t_1234")
 
 
 def test_message_key_columns() -> None:
     cfg = config(message_key_columns="public.orders:id,region;inv.*:sku")
-    assert cfg.key_columns_for("public", "orders") == ("id", "region")
-    assert cfg.key_columns_for("inventory", "items") == ("sku",)
-    assert cfg.key_columns_for("public", "users") is None
+    assert cfg.capture.key_columns_for("public", "orders") == ("id", "region")
+    assert cfg.capture.key_columns_for("inventory", "items") == ("sku",)
+    assert cfg.capture.key_columns_for("public", "users") is None
 
 
 # --- topics and clients -------------------------------------------------------------------------------------
@@ -461,17 +462,17 @@ def test_message_key_columns() -> None:
 
 def test_topic_names_follow_debezium() -> None:
     cfg = config()
-    assert cfg.topic_for("public", "orders") == "pg1.public.orders"
-    assert cfg.topic_for(TableId("public", "order lines")) == "pg1.public.order_lines"
-    assert cfg.topic_for("public", "café") == "pg1.public.caf_"
-    assert cfg.heartbeat_topic == "__debezium-heartbeat.pg1"
-    assert cfg.transaction_topic == "pg1.transaction"
-    assert cfg.signal_kafka_topic == "pg1-signal" and cfg.offset_storage_topic == "pg1-offsets"
+    assert cfg.topics.topic_for("public", "orders") == "pg1.public.orders"
+    assert cfg.topics.topic_for(TableId("public", "order lines")) == "pg1.public.order_lines"
+    assert cfg.topics.topic_for("public", "café") == "pg1.public.caf_"
+    assert cfg.topics.heartbeat_topic == "__debezium-heartbeat.pg1"
+    assert cfg.topics.transaction_topic == "pg1.transaction"
+    assert cfg.snapshot.signal_kafka_topic == "pg1-signal" and cfg.offsets.topic == "pg1-offsets"
     custom = config(topic_delimiter="_", topic_heartbeat_name="hb", topic_transaction="tx",
                     signal_kafka_topic="sig")
-    assert custom.topic_for("s", "t") == "pg1_s_t" and custom.heartbeat_topic == "hb"
-    assert custom.transaction_topic == "pg1_tx" and custom.signal_kafka_topic == "sig"
-    assert len(cfg.topic_for("public", "t" * 300)) == 249
+    assert custom.topics.topic_for("s", "t") == "pg1_s_t" and custom.topics.heartbeat_topic == "hb"
+    assert custom.topics.transaction_topic == "pg1_tx" and custom.snapshot.signal_kafka_topic == "sig"
+    assert len(cfg.topics.topic_for("public", "t" * 300)) == 249
 
 
 def test_producer_config_defaults_and_pass_through() -> None:
@@ -488,7 +489,7 @@ def test_producer_config_defaults_and_pass_through() -> None:
 
 def test_signal_consumer_config() -> None:
     cfg = config(signal_enabled_channels="source,kafka,http", signal_consumer_max_poll_records="10")
-    assert cfg.signal_enabled_channels == (SignalChannel.SOURCE, SignalChannel.KAFKA, SignalChannel.HTTP)
+    assert cfg.snapshot.signal_enabled_channels == (SignalChannel.SOURCE, SignalChannel.KAFKA, SignalChannel.HTTP)
     consumer = cfg.signal_consumer_config()
     assert consumer["bootstrap.servers"] == "localhost:9092" and consumer["group.id"] == "kafka-signal"
     assert consumer["auto.offset.reset"] == "earliest" and consumer["max.poll.records"] == "10"
@@ -536,14 +537,15 @@ DEBEZIUM_DEFAULTS = {
 def test_defaults_are_debeziums() -> None:
     cfg = config()
     assert {name: cfg.get(name) for name in DEBEZIUM_DEFAULTS} == DEBEZIUM_DEFAULTS
-    assert cfg.skipped_operations == frozenset({"t"})
-    assert cfg.decimal_handling_mode is DecimalHandlingMode.PRECISE
+    assert cfg.events.skipped_operations == frozenset({"t"})
+    assert cfg.types.decimal_handling_mode is DecimalHandlingMode.PRECISE
 
 
-def test_supported_declarations_are_exactly_the_config_attributes() -> None:
+def test_supported_declarations_are_exactly_the_section_fields() -> None:
     bookkeeping = {"raw", "origins", "ignored_properties"}
-    attributes = {f.name for f in dataclasses.fields(SignallerConfig)} - bookkeeping
-    assert {p.attr for p in PROPERTIES if p.status is Status.SUPPORTED} == attributes
+    sections = {f.name for f in dataclasses.fields(SignallerConfig)} - bookkeeping
+    assert {setting.section for setting in SETTINGS} == sections
+    assert [p.name for p in PROPERTIES if p.status is Status.SUPPORTED] == [s.prop.name for s in SETTINGS]
 
 
 def test_declarations_are_well_formed() -> None:
@@ -559,9 +561,9 @@ def test_declarations_are_well_formed() -> None:
 def test_enum_values_are_case_insensitive_and_never_means_no_data(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         cfg = config(snapshot_mode="NEVER", incremental_snapshot_watermarking_strategy="INSERT_DELETE")
-    assert cfg.snapshot_mode is SnapshotMode.NO_DATA and "no_data" in caplog.text
-    assert cfg.incremental_snapshot_watermarking_strategy is WatermarkStrategy.INSERT_DELETE
-    assert config(skipped_operations="none").skipped_operations == frozenset()
+    assert cfg.snapshot.mode is SnapshotMode.NO_DATA and "no_data" in caplog.text
+    assert cfg.snapshot.watermarking_strategy is WatermarkStrategy.INSERT_DELETE
+    assert config(skipped_operations="none").events.skipped_operations == frozenset()
 
 
 def test_get_returns_raw_text_defaults_and_fallback() -> None:

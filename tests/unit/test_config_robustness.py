@@ -221,7 +221,7 @@ def test_lone_surrogate_escape_in_properties_is_a_config_error(tmp_path: Path) -
 
 def test_surrogate_pair_escape_is_one_character(tmp_path: Path) -> None:
     path = write(tmp_path, "c.properties", BASE_PROPERTIES + "unavailable.value.placeholder=\\uD83D\\uDE00\n")
-    assert load_config(path, {}).unavailable_value_placeholder == "\N{GRINNING FACE}"
+    assert load_config(path, {}).types.unavailable_value_placeholder == "\N{GRINNING FACE}"
 
 
 def test_undecodable_environment_bytes_are_a_config_error() -> None:
@@ -263,7 +263,7 @@ def test_four_megabytes_of_continuation_lines_load_in_linear_time(tmp_path: Path
     assert len(text) > 3_900_000
     path = write(tmp_path, "big.properties", text)
     cfg = load_config(path, {})
-    assert cfg.unavailable_value_placeholder == "v" + "x" * 1_300_000 + "end"
+    assert cfg.types.unavailable_value_placeholder == "v" + "x" * 1_300_000 + "end"
     entries, problems = parse_properties("k=" + "\\\n" * 1_000_000 + "v\n" + "\\" * 2_000_000 + "\n", "f")
     assert entries[0][:2] == ("k", "v") and not problems
 

@@ -36,7 +36,7 @@ def test_sidecar_env_leaves_out_the_dev_variables_and_keeps_the_rest() -> None:
             "SIGNALLER_BENCH_ROWS": "5", "SIGNALLER_LOG_FORMAT": "json", "PATH": "/usr/bin"}
     env = sidecar_env(base, SIGNALLER_LOG_FORMAT="text")
     assert env == {**BASE, "SIGNALLER_LOG_FORMAT": "text", "PATH": "/usr/bin"}
-    assert load_config(None, env).topic_prefix == "pg1"
+    assert load_config(None, env).topics.prefix == "pg1"
 
 
 def test_sidecar_env_refuses_to_set_a_dev_variable() -> None:

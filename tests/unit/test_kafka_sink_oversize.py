@@ -85,10 +85,10 @@ def test_topic_limit_below_the_producer_limit_is_checked_too() -> None:
 
 def test_failure_mode_property_and_max_request_size_mapping() -> None:
     base = {"topic.prefix": "x", "database.hostname": "h", "database.user": "u", "database.dbname": "d"}
-    assert config_from_mapping(base).event_processing_failure_handling_mode.value == "fail"
+    assert config_from_mapping(base).events.failure_handling_mode.value == "fail"
     config = config_from_mapping({**base, "event.processing.failure.handling.mode": "ignore",
                                   "producer.override.max.request.size": "5000"})
-    assert config.event_processing_failure_handling_mode.value == "skip"
+    assert config.events.failure_handling_mode.value == "skip"
     assert config.producer_config()["message.max.bytes"] == "5000"
     assert "max.request.size" not in config.producer_config()
     with pytest.raises(ConfigError, match="fail, warn, skip"):

@@ -45,7 +45,7 @@ _CONSUMER_ONLY = ("group.", "enable.auto.", "auto.", "session.timeout.ms", "fetc
 
 
 class KafkaSignalChannel:
-    """Reads signals from partition 0 of ``config.signal_kafka_topic``, after offset ``start_after``.
+    """Reads signals from partition 0 of ``config.snapshot.signal_kafka_topic``, after offset ``start_after``.
 
     ``start_after`` is the offset of the last record the caller applied (None: read from the
     beginning). The topic is created with one partition if it does not exist (replication factor
@@ -58,8 +58,8 @@ class KafkaSignalChannel:
     rejections_notified = True
 
     def __init__(self, config: SignallerConfig, start_after: int | None) -> None:
-        self.topic = config.signal_kafka_topic
-        self.key = config.topic_prefix.encode("utf-8")
+        self.topic = config.snapshot.signal_kafka_topic
+        self.key = config.topics.prefix.encode("utf-8")
         consumer_config: dict[str, Any] = dict(config.signal_consumer_config())
         self._ensure_topic(config, consumer_config)
         consumer_config["enable.auto.commit"] = False
@@ -137,7 +137,7 @@ class KafkaSignalChannel:
                     log.warning("kafka signal channel: %s has %d partitions; only partition 0 is read",
                                 self.topic, len(existing.partitions))
                 return
-            replicas = config.topic_creation_default_replication_factor
+            replicas = config.kafka.topic_creation_default_replication_factor
             futures = admin.create_topics([NewTopic(self.topic, num_partitions=1, replication_factor=replicas)],
                                           operation_timeout=_ADMIN_TIMEOUT_S)
             for future in futures.values():

@@ -158,12 +158,12 @@ Item = Change | TxBegin | TxCommit | LogicalMessage
 def modes_of(config: SignallerConfig) -> TypeModes:
     """The type-conversion modes (decimal, time, binary, interval handling) ``config`` selects."""
     return TypeModes(
-        decimal_handling=config.decimal_handling_mode.value,
-        time_precision=config.time_precision_mode.value,
-        binary_handling=config.binary_handling_mode.value,
-        interval_handling=config.interval_handling_mode.value,
-        include_unknown_datatypes=config.include_unknown_datatypes,
-        money_fraction_digits=config.money_fraction_digits,
+        decimal_handling=config.types.decimal_handling_mode.value,
+        time_precision=config.types.time_precision_mode.value,
+        binary_handling=config.types.binary_handling_mode.value,
+        interval_handling=config.types.interval_handling_mode.value,
+        include_unknown_datatypes=config.types.include_unknown_datatypes,
+        money_fraction_digits=config.types.money_fraction_digits,
     )
 
 
@@ -173,7 +173,7 @@ def make_plan(
     """The plan for ``schema`` when values arrive in ``tuple_columns`` order (pgoutput's
     relation order, or a chunk SELECT's column list): only captured columns are kept."""
     table = schema.table_id
-    is_captured = config.is_column_captured
+    is_captured = config.capture.is_column_captured
     captured = [c for c in schema.columns if is_captured(table.schema, table.table, c.name)]
     narrowed = replace(schema, columns=tuple(captured))
     codecs = {c.name: codec_for(c, modes, str(table)) for c in captured}
@@ -223,11 +223,11 @@ class PostgresLogReader(LogReader[Item]):
         self._commit_ts_us = 0
         self._last_commit_lsn: int | None = None
         self._tx = TxBegin(0, 0, 0, None)
-        self._skip = set(config.skipped_operations)
+        self._skip = set(config.events.skipped_operations)
         self.wal_end = 0
 
     def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
-        override = self._config.key_columns_for(namespace, table)
+        override = self._config.capture.key_columns_for(namespace, table)
         return override if override else self._catalog.primary_key_columns(namespace, table)
 
     @property
@@ -244,27 +244,27 @@ class PostgresLogReader(LogReader[Item]):
     # -- lifecycle ------------------------------------------------------------------------
     def open(self, start_lsn: int) -> None:
         """Connect and start streaming after ``start_lsn`` (0: from the slot's position)."""
-        dsn = self._config.libpq_dsn()
+        dsn = self._config.database.libpq_dsn()
         try:
             self._conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)
             self._cursor = self._conn.cursor()
             self._cursor.start_replication(
-                slot_name=self._config.slot_name,
+                slot_name=self._config.replication.slot_name,
                 decode=False,
                 start_lsn=start_lsn,
-                status_interval=max(1, self._config.status_update_interval_ms // 1000),
+                status_interval=max(1, self._config.replication.status_update_interval_ms // 1000),
                 options={
                     "proto_version": "1",
-                    "publication_names": self._config.publication_name,
+                    "publication_names": self._config.replication.publication_name,
                     "messages": "true",
                 },
             )
         except psycopg2.Error as exc:
             self.close()
-            raise translate(exc, f"starting replication from slot {self._config.slot_name!r}") from exc
+            raise translate(exc, f"starting replication from slot {self._config.replication.slot_name!r}") from exc
         self._last_commit_lsn = start_lsn or None
         self._tx = TxBegin(self._xid, self._commit_lsn, self._commit_ts_us, self._last_commit_lsn)
-        log.info("streaming from slot %s after %s", self._config.slot_name, format_lsn(start_lsn))
+        log.info("streaming from slot %s after %s", self._config.replication.slot_name, format_lsn(start_lsn))
 
     def close(self) -> None:
         """Close the replication connection, if any; never raises, and ``open`` may be called again."""

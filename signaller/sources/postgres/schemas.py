@@ -97,6 +97,6 @@ class PostgresSchemaProvider(TableSchemaProvider[Change]):
             msg = f"{type(table).__name__} is not a description of a PostgreSQL table (PostgresTableInfo)"
             raise TypeError(msg)
         schema = self._relations.derive_schema(table.relation)
-        table_id, captured = schema.table_id, self._config.is_column_captured
+        table_id, captured = schema.table_id, self._config.capture.is_column_captured
         selected = tuple(c.name for c in schema.columns if captured(table_id.schema, table_id.table, c.name))
         return PostgresTableRows(make_plan(schema, selected, self._config, self._modes))
