@@ -94,7 +94,8 @@ class SnapshotCoordinator:
         self._status_changed = status_changed
         self._read_problems: dict[str, str] = {}
         self._chunks = chunks
-        self.engine = IncrementalSnapshotter(config, chunks, schemas, dispatcher.read, self._notify, compile_filter)
+        self.engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, chunks, schemas,
+                                             dispatcher.read, self._notify, compile_filter)
         self._signal_table = config.snapshot.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None

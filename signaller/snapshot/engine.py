@@ -37,7 +37,7 @@ from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic
 
-from signaller.config import SignallerConfig
+from signaller.config import CaptureSection, SnapshotSection
 from signaller.errors import SignalError, SinkError, SourceError
 from signaller.model import ChangeEvent, Op, TableId
 from signaller.patterns import PatternError, UserPattern, compile_pattern
@@ -113,24 +113,30 @@ def _pattern(text: str, where: str, signal_id: str, *, ignore_case: bool = False
 
 
 class IncrementalSnapshotter(Generic[ChangeT]):
-    """See the module docstring. ``chunks`` and ``schemas`` are the source's (constructed by the
-    runtime); ``emit`` sends one READ change (in the current Kafka group); ``notify`` sends one
-    notification; ``compile_filter`` validates and normalizes a filter."""
+    """See the module docstring. ``settings`` is the snapshot section (chunk size, read-only mode, signal
+    table), ``capture`` the table and column filters, ``topic_prefix`` the connector's logical name in
+    notifications. ``chunks`` and ``schemas`` are the source's (constructed by the runtime); ``emit``
+    sends one READ change (in the current Kafka group); ``notify`` sends one notification;
+    ``compile_filter`` validates and normalizes a filter."""
 
     def __init__(
         self,
-        config: SignallerConfig,
+        settings: SnapshotSection,
+        capture: CaptureSection,
+        topic_prefix: str,
         chunks: ChunkReader,
         schemas: TableSchemaProvider[ChangeT],
         emit: Emit[ChangeT],
         notify: Notify,
         compile_filter: FilterCompiler,
     ) -> None:
-        self._config = config
+        self._settings = settings
+        self._capture = capture
+        self._topic_prefix = topic_prefix
         self._chunks = chunks
         self._schemas = schemas
-        self._tables = TableCatalog(config, schemas)
-        self._blocking = BlockingSnapshot(chunks, self._tables.describe, emit, notify, config.topics.prefix)
+        self._tables = TableCatalog(capture, schemas)
+        self._blocking = BlockingSnapshot(chunks, self._tables.describe, emit, notify, topic_prefix)
         self._emit = emit
         self._notify = notify
         self._compile_filter = compile_filter
@@ -145,7 +151,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._runtime: dict[str, TableRuntime] = {}
         self._window_opened_at = 0.0
         self.rows_emitted = 0
-        self._read_only = config.snapshot.read_only
+        self._read_only = settings.read_only
         self._visible: TransactionVisibility | None = None
         self._high_lsn = 0
 
@@ -160,7 +166,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def chunk_size(self) -> int:
         """Rows per chunk SELECT: the size set by the API (kept in ``state``), else
         ``incremental.snapshot.chunk.size``."""
-        return self._state.chunk_size or self._config.snapshot.chunk_size
+        return self._state.chunk_size or self._settings.chunk_size
 
     def restore(self, state: SnapshotState | None) -> None:
         """Resume after a restart: the next chunk starts after the stored ``last_key``."""
@@ -218,9 +224,9 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         return SignalOutcome(signal.id, True)
 
     def _captured_tables(self) -> list[TableId]:
-        signal_table = self._config.snapshot.signal_data_collection
+        signal_table = self._settings.signal_data_collection
         return [t for t in self._schemas.tables()
-                if self._config.is_table_captured(t.schema, t.table) and t != signal_table]
+                if self._capture.is_table_captured(t.schema, t.table, always=signal_table) and t != signal_table]
 
     def _expand(self, patterns: Sequence[str], tables: list[TableId], signal_id: str) -> list[TableId]:
         chosen: list[TableId] = []
@@ -268,7 +274,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                                                correlation_id=action.signal_id)
         if not was_running:
             for kind in ("STARTED", "DATA_COLLECTIONS_RESOLVED"):
-                self._notify(notes.make(kind, action.signal_id, self._config.topics.prefix,
+                self._notify(notes.make(kind, action.signal_id, self._topic_prefix,
                                         data_collections=self._collections()))
             if not self._state.paused:
                 self._need_chunk = True
@@ -290,7 +296,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             raise SignalError("no incremental snapshot is running", action.signal_id)
         if not self._state.paused:
             self._state = self._state.with_changes(paused=True)
-            self._notify(notes.make("PAUSED", self._state.correlation_id, self._config.topics.prefix,
+            self._notify(notes.make("PAUSED", self._state.correlation_id, self._topic_prefix,
                                     data_collections=self._collections()))
 
     def resume_snapshot(self, action: ResumeSnapshot) -> None:
@@ -299,7 +305,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             raise SignalError("no incremental snapshot is running", action.signal_id)
         if self._state.paused:
             self._state = self._state.with_changes(paused=False)
-            self._notify(notes.make("RESUMED", self._state.correlation_id, self._config.topics.prefix,
+            self._notify(notes.make("RESUMED", self._state.correlation_id, self._topic_prefix,
                                     data_collections=self._collections()))
             self._need_chunk = True
 
@@ -503,7 +509,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
         runtime.rows_read += len(rows)
         self._notify(notes.make(
-            "IN_PROGRESS", self._state.correlation_id, self._config.topics.prefix,
+            "IN_PROGRESS", self._state.correlation_id, self._topic_prefix,
             data_collections=self._collections(), current_collection_in_progress=head.table,
             maximum_key=key_text(self._state.max_key) or '"<null>"',
             last_processed_key=key_text(self._chunk_end) or "",
@@ -526,12 +532,12 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if runtime is not None:
             runtime.total_rows = None
         if announce:
-            self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._config.topics.prefix,
+            self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._topic_prefix,
                                     data_collections=collections, scanned_collection=head.table,
                                     total_rows_scanned=str(head.rows), status=status, **total))
         log.info("incremental snapshot of %s: %s, %d rows", head.table, status, head.rows)
         if not self._state.queue:
-            self._notify(notes.make("COMPLETED", self._state.correlation_id, self._config.topics.prefix))
+            self._notify(notes.make("COMPLETED", self._state.correlation_id, self._topic_prefix))
             self._state = self._state.with_changes(correlation_id=None, paused=False)
 
     def _apply_stops(self) -> None:
@@ -558,7 +564,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                 self._state = self._state.with_changes(max_key=None, last_key=None, correlation_id=None,
                                                        paused=False)
                 self._chunk_end = None
-            self._notify(notes.make("ABORTED", correlation, self._config.topics.prefix,
+            self._notify(notes.make("ABORTED", correlation, self._topic_prefix,
                                     data_collections=",".join(q.table for q in stopped)))
 
     # -- status ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Generic
 
-from signaller.config import SignallerConfig
+from signaller.config import CaptureSection
 from signaller.errors import SignalError
 from signaller.model import TableId
 from signaller.snapshot.state import QueuedTable
@@ -37,15 +37,15 @@ class PreparedTable(Generic[ChangeT]):
 class TableCatalog(Generic[ChangeT]):
     """The tables of one source as the snapshot engine sees them (see the module docstring)."""
 
-    def __init__(self, config: SignallerConfig, schemas: TableSchemaProvider[ChangeT]) -> None:
-        """Describe tables through ``schemas``, with ``config``'s key settings."""
-        self._config = config
+    def __init__(self, capture: CaptureSection, schemas: TableSchemaProvider[ChangeT]) -> None:
+        """Describe tables through ``schemas``, with ``capture``'s column filters and key settings."""
+        self._capture = capture
         self._schemas = schemas
 
     def key_columns(self, info: TableDescription) -> tuple[str, ...]:
         """The chunk key of a table: ``message.key.columns`` for it if configured, else its primary key
         (empty when it has neither)."""
-        override = self._config.capture.key_columns_for(info.table_id.schema, info.table_id.table)
+        override = self._capture.key_columns_for(info.table_id.schema, info.table_id.table)
         return tuple(override) if override else info.primary_key
 
     def check_surrogate(self, info: TableDescription, column: str, signal_id: str) -> None:
@@ -56,7 +56,7 @@ class TableCatalog(Generic[ChangeT]):
         if column not in info.not_null or column not in info.unique_columns:
             raise SignalError(f"surrogate-key {column!r} of {info.table_id} must be NOT NULL and have a unique "
                               "index, or chunks could skip or repeat rows", signal_id)
-        if not self._config.capture.is_column_captured(info.table_id.schema, info.table_id.table, column):
+        if not self._capture.is_column_captured(info.table_id.schema, info.table_id.table, column):
             raise SignalError(f"surrogate-key {column!r} of {info.table_id} is not a captured column (see "
                               "column.include.list/column.exclude.list): streamed changes must carry it to be "
                               "matched against the rows of a snapshot chunk; accepted: a captured unique NOT "

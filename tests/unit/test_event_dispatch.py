@@ -109,7 +109,7 @@ def test_rows_with_defaults_odd_text_and_java_numbers_render_as_the_reference() 
     names (the templates are ``bytes % args``), Java-formatted floats: READs and other events."""
     config = config_from_mapping(BASE)
     names = tuple(c.name for c in ODD.columns)
-    plan = make_plan(ODD, names, config, TypeModes())
+    plan = make_plan(ODD, names, config.capture, TypeModes())
     serializer = EnvelopeSerializer(plan.schema, plan.codecs, topic_prefix="p%s", database="d%%b")
     assert serializer.value_names == names
     for values in ODD_ROWS:

@@ -320,14 +320,16 @@ class Simulation:
         cache = RelationCache()
         cache.apply_relation(shape.relation())
         schema = cache.schema(16384)
-        self.plan = make_plan(schema, tuple(c.name for c in schema.columns), self.config, modes_of(self.config))
+        self.plan = make_plan(schema, tuple(c.name for c in schema.columns), self.config.capture,
+                              modes_of(self.config.types))
         self.engine = self._engine(None)
 
     # engine life
     def _engine(self, state: SnapshotState | None) -> IncrementalSnapshotter:
         source = FakeChunkSource(self.db, self.concurrent_writes, not self.read_only)
         schemas = PostgresSchemaProvider(self.config, source, RelationCache())
-        engine = IncrementalSnapshotter(self.config, source, schemas, self._emit_read, self._notify, compile_filter)
+        engine = IncrementalSnapshotter(self.config.snapshot, self.config.capture, self.config.topics.prefix,
+                                        source, schemas, self._emit_read, self._notify, compile_filter)
         engine.restore(state)
         return engine
 
@@ -735,8 +737,9 @@ def test_blocking_snapshot_emits_chunk_by_chunk_with_debezium_flags(rows: int) -
         "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
         "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t,public.u",
         "incremental.snapshot.chunk.size": "4"}, env={})
-    engine = IncrementalSnapshotter(config, source, PostgresSchemaProvider(config, source, RelationCache()),
-                                    emit, sim._notify, compile_filter)
+    engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, source,
+                                    PostgresSchemaProvider(config, source, RelationCache()), emit, sim._notify,
+                                    compile_filter)
     action = ExecuteSnapshot("b1", ("public\\.t", "public\\.u"), "blocking")
     outcome = engine.apply(Signal("b1", "execute-snapshot", {}, "http"), action)
     assert outcome.accepted, outcome.reason
@@ -783,8 +786,9 @@ def test_a_catastrophic_pattern_is_answered_at_once() -> None:
         "kafka.bootstrap.servers": "localhost:9092", "table.include.list": str(long_table)}, env={})
     source = sim.engine._chunks
     source.tables = lambda: [long_table]  # type: ignore[method-assign]
-    engine = IncrementalSnapshotter(config, source, PostgresSchemaProvider(config, source, RelationCache()),
-                                    sim._emit_read, sim._notify, compile_filter)
+    engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, source,
+                                    PostgresSchemaProvider(config, source, RelationCache()), sim._emit_read,
+                                    sim._notify, compile_filter)
     started = time.monotonic()
     outcome = engine.apply(Signal("x1", "execute-snapshot", {}, "http"), ExecuteSnapshot("x1", ("(?:.|.|.)*X",)))
     assert time.monotonic() - started < 1.0

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg2
 import psycopg2.extras
 
-from signaller.config import SignallerConfig
+from signaller.config import CaptureSection, SignallerConfig, TypeSection
 from signaller.model import ChangeEvent, Op, TableId, TableSchema, format_lsn
 from signaller.sources.base import LogReader
 from signaller.sources.postgres import pgoutput
@@ -155,25 +155,25 @@ MESSAGE_PREFIX = "signaller"
 Item = Change | TxBegin | TxCommit | LogicalMessage
 
 
-def modes_of(config: SignallerConfig) -> TypeModes:
-    """The type-conversion modes (decimal, time, binary, interval handling) ``config`` selects."""
+def modes_of(types: TypeSection) -> TypeModes:
+    """The type-conversion modes (decimal, time, binary, interval handling) the ``types`` section selects."""
     return TypeModes(
-        decimal_handling=config.types.decimal_handling_mode.value,
-        time_precision=config.types.time_precision_mode.value,
-        binary_handling=config.types.binary_handling_mode.value,
-        interval_handling=config.types.interval_handling_mode.value,
-        include_unknown_datatypes=config.types.include_unknown_datatypes,
-        money_fraction_digits=config.types.money_fraction_digits,
+        decimal_handling=types.decimal_handling_mode.value,
+        time_precision=types.time_precision_mode.value,
+        binary_handling=types.binary_handling_mode.value,
+        interval_handling=types.interval_handling_mode.value,
+        include_unknown_datatypes=types.include_unknown_datatypes,
+        money_fraction_digits=types.money_fraction_digits,
     )
 
 
 def make_plan(
-    schema: TableSchema, tuple_columns: tuple[str, ...], config: SignallerConfig, modes: TypeModes
+    schema: TableSchema, tuple_columns: tuple[str, ...], capture: CaptureSection, modes: TypeModes
 ) -> RelationPlan:
     """The plan for ``schema`` when values arrive in ``tuple_columns`` order (pgoutput's
     relation order, or a chunk SELECT's column list): only captured columns are kept."""
     table = schema.table_id
-    is_captured = config.capture.is_column_captured
+    is_captured = capture.is_column_captured
     captured = [c for c in schema.columns if is_captured(table.schema, table.table, c.name)]
     narrowed = replace(schema, columns=tuple(captured))
     codecs = {c.name: codec_for(c, modes, str(table)) for c in captured}
@@ -207,7 +207,7 @@ class PostgresLogReader(LogReader[Item]):
     def __init__(self, config: SignallerConfig, catalog: Catalog) -> None:
         self._config = config
         self._catalog = catalog
-        self._modes = modes_of(config)
+        self._modes = modes_of(config.types)
         self._relations = RelationCache(
             catalog.resolve_type,
             not_null_columns=catalog.not_null_columns,
@@ -417,7 +417,7 @@ class PostgresLogReader(LogReader[Item]):
         table = entry.schema.table_id
         if not self._config.is_table_captured(table.schema, table.table):
             return None
-        plan = make_plan(entry.schema, entry.column_names, self._config, self._modes)
+        plan = make_plan(entry.schema, entry.column_names, self._config.capture, self._modes)
         log.info("schema of %s: %d column(s), key %s", table, len(plan.schema.columns), plan.key_names or "none")
         return plan
 

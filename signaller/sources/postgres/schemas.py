@@ -79,7 +79,7 @@ class PostgresSchemaProvider(TableSchemaProvider[Change]):
         self._config = config
         self._catalog = catalog
         self._relations = relations
-        self._modes = modes_of(config)
+        self._modes = modes_of(config.types)
 
     def tables(self) -> list[TableId]:
         """Every user table (ordinary and partitioned) in the database, sorted."""
@@ -99,4 +99,4 @@ class PostgresSchemaProvider(TableSchemaProvider[Change]):
         schema = self._relations.derive_schema(table.relation)
         table_id, captured = schema.table_id, self._config.capture.is_column_captured
         selected = tuple(c.name for c in schema.columns if captured(table_id.schema, table_id.table, c.name))
-        return PostgresTableRows(make_plan(schema, selected, self._config, self._modes))
+        return PostgresTableRows(make_plan(schema, selected, self._config.capture, self._modes))
