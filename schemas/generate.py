@@ -25,7 +25,24 @@ SAMPLES: list[tuple[str, int, str]] = [
     ("timestamp", -1, "2024-03-01 13:45:30.123456"), ("timestamptz", -1, "2024-03-01 13:45:30.5+02"),
     ("interval", -1, "1 day 02:00:00"), ("uuid", -1, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
     ("json", -1, '{"a": 1}'), ("jsonb", -1, '{"a": 1}'), ("_int4", -1, "{1,2,NULL}"), ("_text", -1, '{a,"b c"}'),
+    ("point", -1, "(1.5,-2.25)"), ("tsvector", -1, "'a' 'cat':3 'fat':2A"), ("_tsvector", -1, "{\"'a' 'b'\"}"),
+    ("date", -1, "infinity"), ("date", -1, "-infinity"), ("date", -1, "0044-03-15 BC"),
+    ("_date", -1, "{infinity,-infinity}"),
+    ("timestamp", -1, "infinity"), ("timestamp", -1, "-infinity"), ("timestamp", 3, "infinity"),
+    ("timestamp", 3, "-infinity"), ("timestamptz", -1, "-infinity"),
 ]
+ALLOWED_DIFFERENCES = [
+    "`date` BC values in snapshot READs: Debezium drops the era (`0044-03-15 BC` is read as `0044-03-15` AD); "
+    "signaller keeps it, as Debezium's streamed events do.",
+    "`date[]` BC elements: Debezium drops the era, streamed and in READs; signaller keeps it.",
+    "`timestamp[]` elements before 1582-10-15: Debezium reads them in the Julian calendar (moved by days); "
+    "signaller keeps PostgreSQL's proleptic Gregorian calendar, as Debezium does for a `timestamp` column.",
+    "`date` `infinity`/`-infinity` in snapshot READs: Debezium writes -622191234/-625821272 there and "
+    "2146033979/-2147472691 in streamed events; signaller writes the streamed values in both.",
+    "`timestamptz[]` `-infinity` elements: Debezium writes `+292269055-12-02T23:00:00.000000Z`; signaller "
+    "writes `-infinity`, as Debezium does for a `timestamptz` column.",
+]
+"""The README's allow-list entries about values (\"Differences from Debezium\")."""
 MODES = [
     ("default", TypeModes()),
     ("decimal.handling.mode=string", TypeModes(decimal_handling="string")),
@@ -57,7 +74,9 @@ def type_mapping_markdown() -> str:
         "",
         "Each row: the column type (with modifier), the Connect schema of the field, and the payload",
         "value for the sample text PostgreSQL sends. Non-default modes are listed where they change",
-        "the result. Source of truth: `signaller/sources/postgres/codecs.py`.",
+        "the result. Source of truth: `signaller/sources/postgres/codecs.py`; the values are Debezium 3.7's",
+        "(the compatibility suite, `tests/compat/`, compares them with the real connector) except the",
+        "allowed differences listed below the table.",
         "",
         "| type | mode | sample (pgoutput text) | Connect schema | payload |",
         "|---|---|---|---|---|",
@@ -73,7 +92,11 @@ def type_mapping_markdown() -> str:
             name = type_name + (f"({typmod - 4})" if typmod > 4 and type_name in ("varchar", "bpchar") else "")
             if type_name == "numeric" and typmod > 0:
                 name = f"numeric({(typmod - 4) >> 16},{(typmod - 4) & 0xFFFF})"
+            if type_name == "timestamp" and typmod >= 0:
+                name = f"timestamp({typmod})"
             lines.append(f"| {name} | {label} | `{sample}` | {row} |")
+    lines += ["", "Allowed differences from Debezium (the README's allow-list):", ""]
+    lines += [f"- {text}" for text in ALLOWED_DIFFERENCES]
     return "\n".join(lines) + "\n"
 
 

@@ -47,11 +47,14 @@ UNAVAILABLE = "__debezium_unavailable_value"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
-# Debezium's sentinels for PostgreSQL ±infinity (see signaller/wire/temporal.py).
-_POS_INFINITY_DATE = -2147472693
-_NEG_INFINITY_DATE = -2147472692
-_POS_INFINITY_MICROS = 9223372036825200000
-_NEG_INFINITY_MICROS = -9223372036832400000
+# Debezium 3.7's values for PostgreSQL ±infinity (see signaller/wire/temporal.py): dates as streamed
+# (and Debezium's snapshot READs' values, which signaller does not write), µs and ms timestamps.
+_POS_INFINITY_DATES = "2146033979, -622191234"
+_NEG_INFINITY_DATES = "-2147472691, -625821272"
+_POS_INFINITY_MICROS = 9223372036854775807
+_NEG_INFINITY_MICROS = "(-9223372036854775807 - 1)"  # a literal beyond BIGINT would be DECIMAL
+_POS_INFINITY_MILLIS = 9223372036825200000
+_NEG_INFINITY_MILLIS = -9223372036832400000
 # Spark's DATE / TIMESTAMP range: 0001-01-01 .. 9999-12-31 (epoch days and µs).
 _MIN_DAY, _MAX_DAY = -719162, 2932896
 _MIN_MICROS, _MAX_MICROS = -62135596800000000, 253402300799999999
@@ -129,10 +132,11 @@ def _clock(micros: str) -> str:
     )
 
 
-def _ntz_from_micros(micros: str, raw: str) -> str:
+def _ntz_from_micros(micros: str, raw: str,
+                     infinities: tuple[object, object] = (_POS_INFINITY_MICROS, _NEG_INFINITY_MICROS)) -> str:
     return (
-        f"CASE WHEN {raw} = {_POS_INFINITY_MICROS} THEN {_MAX_TS_NTZ} "
-        f"WHEN {raw} = {_NEG_INFINITY_MICROS} THEN {_MIN_TS_NTZ} "
+        f"CASE WHEN {raw} = {infinities[0]} THEN {_MAX_TS_NTZ} "
+        f"WHEN {raw} = {infinities[1]} THEN {_MIN_TS_NTZ} "
         f"WHEN {micros} BETWEEN {_MIN_MICROS} AND {_MAX_MICROS} "
         f"THEN timestampadd(MICROSECOND, {micros}, {_EPOCH_NTZ}) END"
     )
@@ -147,15 +151,16 @@ def _scalar_conversion(logical: str | None, raw: str) -> tuple[str, str]:
     col = "{col}"
     if logical in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
         return (
-            f"CASE WHEN {col} = {_POS_INFINITY_DATE} THEN DATE'9999-12-31' "
-            f"WHEN {col} = {_NEG_INFINITY_DATE} THEN DATE'0001-01-01' "
+            f"CASE WHEN {col} IN ({_POS_INFINITY_DATES}) THEN DATE'9999-12-31' "
+            f"WHEN {col} IN ({_NEG_INFINITY_DATES}) THEN DATE'0001-01-01' "
             f"WHEN {col} BETWEEN {_MIN_DAY} AND {_MAX_DAY} THEN date_add(DATE'1970-01-01', {col}) END",
             "DATE",
         )
     if logical == "io.debezium.time.MicroTimestamp":
         return _ntz_from_micros(col, col), "TIMESTAMP_NTZ"
     if logical in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
-        return _ntz_from_micros(f"({col} * 1000)", f"({col} * 1000)"), "TIMESTAMP_NTZ"
+        millis = (_POS_INFINITY_MILLIS, _NEG_INFINITY_MILLIS)
+        return _ntz_from_micros(f"({col} * 1000)", col, millis), "TIMESTAMP_NTZ"
     if logical == "io.debezium.time.NanoTimestamp":
         return _ntz_from_micros(_floor_div(col, 1000), col), "TIMESTAMP_NTZ"
     if logical == "io.debezium.time.ZonedTimestamp":

@@ -24,6 +24,7 @@ __all__ = [
     "HEARTBEAT_VALUE_SCHEMA",
     "NOTIFICATION_KEY_SCHEMA",
     "NOTIFICATION_VALUE_SCHEMA",
+    "POINT",
     "SNAPSHOT_ALLOWED_VALUES",
     "SOURCE_SCHEMA",
     "TRANSACTION_BLOCK_SCHEMA",
@@ -82,6 +83,22 @@ VARIABLE_SCALE_DECIMAL: Final[dict[str, Any]] = {
     "doc": "Variable scaled decimal",
 }
 """``io.debezium.data.VariableScaleDecimal``: ``{scale, value}`` for a numeric without precision."""
+
+
+POINT: Final[dict[str, Any]] = {
+    "type": "struct",
+    "fields": [
+        {"type": "double", "optional": False, "field": "x"},
+        {"type": "double", "optional": False, "field": "y"},
+        {"type": "bytes", "optional": True, "field": "wkb"},
+        {"type": "int32", "optional": True, "field": "srid"},
+    ],
+    "optional": True,
+    "name": "io.debezium.data.geometry.Point",
+    "version": 1,
+    "doc": "Geometry (POINT)",
+}
+"""``io.debezium.data.geometry.Point``: ``{x, y, wkb, srid}`` (wkb bytes whatever ``binary.handling.mode`` says)."""
 
 
 def decimal_node(scale: int, precision: int | None) -> dict[str, Any]:

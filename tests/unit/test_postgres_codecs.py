@@ -392,11 +392,22 @@ def test_date(mode: Any, name: str) -> None:
     assert c.convert("10000-01-01") == 2932897
 
 
-def test_date_infinity_uses_debezium_sentinels() -> None:
-    # [PVC] POSITIVE_INFINITY_LOCAL_DATE = -5877611-06-21, NEGATIVE = -5877611-06-22 -> toEpochDay
+def test_date_infinity_is_what_debezium_streams() -> None:
+    # Measured against Debezium 3.7 (tests/compat): streamed events write 5877611-06-21 and
+    # -5877611-06-22 as epoch days; its snapshot READs write other values (README allow-list),
+    # the streamed ones are used for both.
     c = codec("date")
-    assert c.convert("infinity") == -2147472693
-    assert c.convert("-infinity") == -2147472692
+    assert c.convert("infinity") == 2146033979
+    assert c.convert("-infinity") == -2147472691
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "adaptive_time_microseconds", "connect"])
+def test_date_array_infinity_is_what_debezium_writes_for_elements(mode: Any) -> None:
+    # Debezium 3.7 writes ±infinity elements of a date[] differently from a date column, the same
+    # in streamed events and snapshot READs, in every time.precision.mode.
+    c = codec("_date", element_type_name="date", modes=TypeModes(time_precision=mode))
+    assert c.convert("{infinity,-infinity,2024-01-01,NULL}") == [-622191234, -625821272, 19723, None]
+    assert c.convert("{\"0044-03-15 BC\"}") == [-735160]  # the era is kept (README allow-list)
 
 
 @pytest.mark.parametrize(
@@ -466,11 +477,28 @@ def test_interval_micro_duration_saturates_like_javas_long_cast() -> None:
     assert c.convert("2147483647 days 2562047788:00:54.775807") == 2**63 - 1
 
 
-def test_timestamp_infinity() -> None:
-    # [DOC] +/-infinity -> 9223372036825200000 / -9223372036832400000 (µs); /1000 for ms
-    assert codec("timestamp").convert("infinity") == 9223372036825200000
-    assert codec("timestamp").convert("-infinity") == -9223372036832400000
-    assert codec("timestamp", 3).convert("infinity") == 9223372036825200
+@pytest.mark.parametrize(
+    ("mode", "typmod", "infinity", "minus_infinity"),
+    [
+        # Measured against Debezium 3.7: MicroTimestamp -> Long.MAX_VALUE / Long.MIN_VALUE;
+        # millisecond timestamps -> pgjdbc's DATE_POSITIVE/NEGATIVE_INFINITY (ms).
+        ("adaptive", -1, 2**63 - 1, -(2**63)),
+        ("adaptive_time_microseconds", 6, 2**63 - 1, -(2**63)),
+        ("adaptive", 3, 9223372036825200000, -9223372036832400000),
+        ("adaptive_time_microseconds", 3, 9223372036825200000, -9223372036832400000),
+        ("connect", -1, 9223372036825200000, -9223372036832400000),
+    ],
+)
+def test_timestamp_infinity(mode: Any, typmod: int, infinity: int, minus_infinity: int) -> None:
+    c = codec("timestamp", typmod, TypeModes(time_precision=mode))
+    assert c.convert("infinity") == infinity
+    assert c.convert("-infinity") == minus_infinity
+    array = codec("_timestamp", typmod, TypeModes(time_precision=mode), element_type_name="timestamp")
+    assert array.convert("{infinity,-infinity}") == [infinity, minus_infinity]
+
+
+def test_timestamp_infinity_in_a_not_null_column_is_not_the_fallback() -> None:
+    assert codec("timestamp", optional=False).convert("-infinity") == -(2**63)
 
 
 @pytest.mark.parametrize(
@@ -646,7 +674,7 @@ def test_enum_array_items_are_required() -> None:
     assert c.convert("{a,b}") == ["a", "b"]
 
 
-@pytest.mark.parametrize("type_name", ["_interval", "_money", "_xml", "_varbit", "_name", "_point"])
+@pytest.mark.parametrize("type_name", ["_interval", "_money", "_xml", "_varbit", "_name", "_point", "_tsquery"])
 def test_arrays_without_debezium_schema_are_left_out(type_name: str) -> None:
     # [PVC] MONEY/NAME/INTERVAL/VARBIT/XML/POINT arrays: "still need to be implemented" -> null schema
     assert not codec(type_name).emitted
@@ -764,3 +792,81 @@ def test_placeholders() -> None:
     assert placeholder_for(codec("_int8")) == list(UNAVAILABLE_VALUE_PLACEHOLDER.encode())
     assert placeholder_for(codec("int4")) is None
     assert placeholder_for(codec("_bool")) is None
+
+
+POINT_SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"type": "double", "optional": False, "field": "x"},
+        {"type": "double", "optional": False, "field": "y"},
+        {"type": "bytes", "optional": True, "field": "wkb"},
+        {"type": "int32", "optional": True, "field": "srid"},
+    ],
+    "optional": True,
+    "name": "io.debezium.data.geometry.Point",
+    "version": 1,
+    "doc": "Geometry (POINT)",
+}
+
+
+def wkb_point(x: float, y: float) -> str:
+    """OGC WKB of POINT(x y): byte order 1 (little-endian), type 1, x, y; base64 as JSON bytes."""
+    import struct
+
+    return base64.b64encode(bytes([1]) + (1).to_bytes(4, "little") + struct.pack("<dd", x, y)).decode()
+
+
+@pytest.mark.parametrize("binary", ["bytes", "base64", "base64-url-safe", "hex"])
+def test_point_is_a_debezium_geometry_point_with_wkb_bytes_in_every_binary_mode(binary: Any) -> None:
+    c = codec("point", modes=TypeModes(binary_handling=binary))
+    assert c.emitted
+    assert c.schema == POINT_SCHEMA
+    assert c.convert("(1.5,-2.25)") == {"x": 1.5, "y": -2.25, "wkb": wkb_point(1.5, -2.25), "srid": None}
+    # Debezium 3.7's bytes for this point, from a real run
+    assert c.convert("(1.5,-2.25)")["wkb"] == "AQEAAAAAAAAAAAD4PwAAAAAAAALA"
+    assert codec("point", optional=False).schema["optional"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "x", "y", "wkb"),
+    [
+        ("(0,0)", 0.0, 0.0, "AQEAAAAAAAAAAAAAAAAAAAAAAAAA"),
+        ("(-1e+308,1e-300)", -1e308, 1e-300, "AQEAAACgyOuF88zh/1nz+MIfbqUB"),
+        ("(NaN,Infinity)", float("nan"), float("inf"), "AQEAAAAAAAAAAAD4fwAAAAAAAPB/"),
+        ("(-Infinity,-0)", float("-inf"), -0.0, None),
+    ],
+)
+def test_point_edge_values(text: str, x: float, y: float, wkb: str | None) -> None:
+    value = codec("point").convert(text)
+    assert set(value) == {"x", "y", "wkb", "srid"}
+    for got, expected in ((value["x"], x), (value["y"], y)):
+        assert (got != got and expected != expected) or (got == expected and str(got).startswith("-") ==
+                                                         str(expected).startswith("-"))
+    if wkb is not None:
+        assert value["wkb"] == wkb  # Debezium 3.7's bytes, from a real run
+    assert value["srid"] is None
+
+
+@pytest.mark.parametrize("text", ["1,2", "(1)", "(a,b)", "(1,2", ""])
+def test_point_text_other_than_postgresqls_is_a_decode_error(text: str) -> None:
+    with pytest.raises(DecodeError):
+        codec("point").convert(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "'a' 'cat':3 'fat':2A", "'it''s':1A,2B 'a b' 'x':3C,4", "'héllo' '✓'"]
+)
+def test_tsvector_is_postgresqls_text_as_io_debezium_data_tsvector(text: str) -> None:
+    c = codec("tsvector")
+    assert c.schema == {"type": "string", "optional": True, "name": "io.debezium.data.Tsvector", "version": 1}
+    assert c.convert(text) == text
+
+
+def test_tsvector_array_items_are_required_tsvectors() -> None:
+    c = codec("_tsvector", element_type_name="tsvector")
+    assert c.schema == {
+        "type": "array",
+        "items": {"type": "string", "optional": False, "name": "io.debezium.data.Tsvector", "version": 1},
+        "optional": True,
+    }
+    assert c.convert('{"\'a\' \'b\'",""}') == ["'a' 'b'", ""]

@@ -22,7 +22,7 @@ from signaller.wire.connect import with_optional
 if TYPE_CHECKING:
     from signaller.sources.postgres.codecs import Builder, TypeModes
 
-__all__ = ["ARRAY_ELEMENTS", "array_codec", "parse_array_literal"]
+__all__ = ["ARRAY_ELEMENTS", "REQUIRED_ITEM_ELEMENTS", "array_codec", "parse_array_literal"]
 
 
 _ARRAY_SPACE: Final = " \t\n\r\v\f"
@@ -107,10 +107,13 @@ ARRAY_ELEMENTS: Final = frozenset(
         "int2", "int4", "int8", "oid", "char", "varchar", "text", "bpchar",
         "inet", "cidr", "macaddr", "macaddr8", "int4range", "int8range", "numrange", "tsrange",
         "tstzrange", "daterange", "numeric", "float4", "float8", "bool", "date", "uuid", "json",
-        "jsonb", "time", "timetz", "timestamp", "timestamptz", "bytea", "citext",
+        "jsonb", "time", "timetz", "timestamp", "timestamptz", "bytea", "citext", "tsvector",
     }
 )  # fmt: skip
 """Element types of the arrays Debezium has a schema for (``PostgresValueConverter``)."""
+
+REQUIRED_ITEM_ELEMENTS: Final = frozenset({"tsvector"})
+"""Element types whose array items Debezium declares required (``"optional": false``), as enums'."""
 
 
 def _array_placeholder(element: str) -> Any:
@@ -134,14 +137,14 @@ def array_codec(
 ) -> ColumnCodec:
     """The codec of array ``column`` whose canonical element type is ``element`` (one of
     :data:`ARRAY_ELEMENTS`, or an enum) and whose items ``item_builder`` builds: items are
-    optional (required for enum arrays, as Debezium); the value is null, or ``[]`` in a NOT NULL
-    column, when inexpressible."""
+    optional (required for enum arrays and :data:`REQUIRED_ITEM_ELEMENTS`, as Debezium); the
+    value is null, or ``[]`` in a NOT NULL column, when inexpressible."""
     if column.enum_values is not None:
         item_node, item_convert = item_builder(column, modes, label)
         item_node = with_optional(item_node, False)
     else:
         item_node, item_convert = item_builder(column, modes, f"{label} element")
-        item_node = with_optional(item_node, True)
+        item_node = with_optional(item_node, element not in REQUIRED_ITEM_ELEMENTS)
 
     def strict(text: str) -> list[Any]:
         try:

@@ -43,16 +43,22 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``MicroTimestamp``; ``time.precision.mode=connect`` uses the Kafka Connect ``Date``/``Time``/
   ``Timestamp`` types (ms). ``timetz`` -> ``ZonedTime`` (UTC, ISO, shortest fraction);
   ``timestamptz`` -> ``ZonedTimestamp`` (UTC, ``Z``, exactly *precision* fraction digits, 6 by
-  default, none for precision 0). PostgreSQL ``infinity``/``-infinity``: timestamptz keeps the
-  words, timestamp becomes ±9223372036825200000/-9223372036832400000 µs (ms: /1000), date
-  becomes Debezium's sentinel epoch days -2147472693/-2147472692. A ``MicroTimestamp`` after
-  294247-01-10 exceeds int64 µs: inexpressible.
+  default, none for precision 0). PostgreSQL ``infinity``/``-infinity`` as Debezium 3.7 writes
+  them (:mod:`signaller.wire.temporal`): timestamptz keeps the words; a ``MicroTimestamp`` is
+  ``Long.MAX_VALUE``/``Long.MIN_VALUE``, a millisecond timestamp 9223372036825200000/
+  -9223372036832400000 (pgjdbc's infinity instants); a date 2146033979/-2147472691 epoch days
+  (Debezium's streamed value; its snapshot READs differ, see the README's allow-list), a
+  ``date[]`` element -622191234/-625821272. A ``MicroTimestamp`` after 294247-01-10 exceeds
+  int64 µs: inexpressible.
+* ``point`` -> ``io.debezium.data.geometry.Point`` ``{x, y, wkb, srid}`` (wkb: little-endian WKB
+  as bytes in every ``binary.handling.mode``; srid null); ``tsvector`` -> ``io.debezium.data.Tsvector``
+  (PostgreSQL's text), ``tsvector[]`` items required.
 * ``interval`` -> ``io.debezium.time.MicroDuration`` (int64 µs, 365.25/12 days a month, computed
   in doubles as Debezium does, saturated to int64 as Java's ``(long)`` cast) or, with ``interval.handling.mode=string``,
   ``io.debezium.time.Interval`` (``P<y>Y<m>M<d>DT<h>H<m>M<s>S``).
 * one-dimensional arrays of the types above (Debezium's list: not ``money``, ``name``,
-  ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum items
-  are required). A multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
+  ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum and
+  ``tsvector`` items are required). A multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
   column: PostgreSQL does not enforce the declared dimensions) is inexpressible: the schema says
   "array of int32", and a nested list would break every consumer that validates against it
   (Kafka's JsonConverter); flattening it would lose its shape silently. So, as Debezium, it
@@ -102,6 +108,7 @@ from signaller.sources.postgres.scalars import (
     build_enum,
     build_money,
     build_numeric,
+    build_point,
     build_unknown_binary,
     float4_converter,
     float8_converter,
@@ -111,6 +118,7 @@ from signaller.sources.postgres.scalars import (
 )
 from signaller.sources.postgres.temporal import (
     build_date,
+    build_date_element,
     build_interval,
     build_time,
     build_timestamp,
@@ -226,8 +234,14 @@ _BUILDERS: Final[Mapping[str, Builder]] = {
     "json": string_builder("io.debezium.data.Json"),
     "jsonb": string_builder("io.debezium.data.Json"),
     "xml": string_builder("io.debezium.data.Xml"),
+    "tsvector": string_builder("io.debezium.data.Tsvector"),
+    "point": build_point,
     **{name: string_builder() for name in _PLAIN_STRING_TYPES},
 }
+
+
+_ELEMENT_BUILDERS: Final[Mapping[str, Builder]] = {**_BUILDERS, "date": build_date_element}
+"""Builders of array elements: as the columns', except where Debezium writes elements differently."""
 
 
 def _array_element_name(column: Column) -> str | None:
@@ -253,7 +267,7 @@ def _array_codec(column: Column, element: str, modes: TypeModes, label: str, tab
     """An array column: enum arrays and the arrays Debezium has a schema for; others omitted."""
     if column.enum_values is not None:
         return array_codec(column, element, build_enum, modes, label, table)
-    builder = _BUILDERS.get(element)
+    builder = _ELEMENT_BUILDERS.get(element)
     if builder is None or element not in ARRAY_ELEMENTS:
         return _omitted(column, modes, label)
     return array_codec(column, element, builder, modes, label, table)

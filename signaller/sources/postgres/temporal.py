@@ -26,9 +26,13 @@ from signaller.wire.temporal import (
     EPOCH_ORDINAL,
     MICROS_PER_DAY,
     NEG_INFINITY_DATE,
+    NEG_INFINITY_DATE_ELEMENT,
     NEG_INFINITY_MICROS,
+    NEG_INFINITY_MILLIS,
     POS_INFINITY_DATE,
+    POS_INFINITY_DATE_ELEMENT,
     POS_INFINITY_MICROS,
+    POS_INFINITY_MILLIS,
     Duration,
     clock_text,
     days_from_civil,
@@ -41,7 +45,15 @@ from signaller.wire.temporal import (
 if TYPE_CHECKING:
     from signaller.sources.postgres.codecs import TypeModes
 
-__all__ = ["build_date", "build_interval", "build_time", "build_timestamp", "build_timestamptz", "build_timetz"]
+__all__ = [
+    "build_date",
+    "build_date_element",
+    "build_interval",
+    "build_time",
+    "build_timestamp",
+    "build_timestamptz",
+    "build_timetz",
+]
 
 
 _DATE_RE: Final = re.compile(r"(\d{4,})-(\d\d)-(\d\d)( BC)?")
@@ -73,16 +85,16 @@ def _offset_seconds(sign: str | None, hours: str | None, minutes: str | None, se
     return -total if sign == "-" else total
 
 
-def _epoch_day(text: str) -> int:
-    """PostgreSQL date text -> epoch days (Debezium's sentinels for the infinities)."""
+def _epoch_day(text: str, infinities: tuple[int, int] = (POS_INFINITY_DATE, NEG_INFINITY_DATE)) -> int:
+    """PostgreSQL date text -> epoch days (``infinities``: Debezium's values for ±infinity)."""
     try:
         return date.fromisoformat(text).toordinal() - EPOCH_ORDINAL
     except ValueError:
         pass
     if text == "infinity":
-        return POS_INFINITY_DATE
+        return infinities[0]
     if text == "-infinity":
-        return NEG_INFINITY_DATE
+        return infinities[1]
     match = _DATE_RE.fullmatch(text)
     if match is None:
         raise ValueError("not a date")
@@ -100,7 +112,8 @@ _MICROSECOND: Final = timedelta(microseconds=1)
 
 
 def _epoch_micros(text: str) -> tuple[int, bool]:
-    """PostgreSQL timestamp[tz] text -> (UTC epoch µs, True) or (±infinity sentinel, False)."""
+    """PostgreSQL timestamp[tz] text -> (UTC epoch µs, True), or (1 for ``infinity``, -1 for
+    ``-infinity``, False)."""
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
@@ -111,9 +124,9 @@ def _epoch_micros(text: str) -> tuple[int, bool]:
 
 def _epoch_micros_slow(text: str) -> tuple[int, bool]:
     if text == "infinity":
-        return POS_INFINITY_MICROS, False
+        return 1, False
     if text == "-infinity":
-        return NEG_INFINITY_MICROS, False
+        return -1, False
     match = _TIMESTAMP_RE.fullmatch(text)
     if match is None:
         raise ValueError("not a timestamp")
@@ -150,12 +163,30 @@ def _time_precision(column: Column) -> int:
     return column.type_modifier if 0 <= column.type_modifier <= 6 else 6
 
 
-def build_date(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
-    """``date``: epoch days (``io.debezium.time.Date``, or Connect ``Date`` in connect mode)."""
+def _date_node(modes: TypeModes) -> dict[str, Any]:
     name = (
         "org.apache.kafka.connect.data.Date" if modes.time_precision == "connect" else "io.debezium.time.Date"
     )
-    return schema_node("int32", name=name, version=1), guarded(label, _epoch_day, "not a date")
+    return schema_node("int32", name=name, version=1)
+
+
+def build_date(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """``date``: epoch days (``io.debezium.time.Date``, or Connect ``Date`` in connect mode);
+    ±infinity as Debezium's streamed events write them, in snapshot READs too."""
+    return _date_node(modes), guarded(label, _epoch_day, "not a date")
+
+
+def build_date_element(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
+    """A ``date[]`` element: as :func:`build_date`, but ±infinity as Debezium writes them in arrays."""
+    infinities = (POS_INFINITY_DATE_ELEMENT, NEG_INFINITY_DATE_ELEMENT)
+
+    def convert(text: str) -> int:
+        try:
+            return _epoch_day(text, infinities)
+        except ValueError:
+            raise bad(label, text, "not a date") from None
+
+    return _date_node(modes), convert
 
 
 def build_time(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
@@ -184,7 +215,9 @@ def build_time(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, 
 
 
 def build_timestamp(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
-    """``timestamp``: epoch ms (``Timestamp``; Connect ``Timestamp``) or µs (``MicroTimestamp``)."""
+    """``timestamp``: epoch ms (``Timestamp``; Connect ``Timestamp``) or µs (``MicroTimestamp``);
+    ±infinity as Debezium writes them (µs: ``Long.MAX_VALUE``/``Long.MIN_VALUE``; ms: pgjdbc's
+    infinity instants in ms)."""
     if modes.time_precision == "connect":
         node, millis = schema_node("int64", name="org.apache.kafka.connect.data.Timestamp", version=1), True
     elif _time_precision(column) <= 3:
@@ -192,11 +225,15 @@ def build_timestamp(column: Column, modes: TypeModes, label: str) -> tuple[dict[
     else:
         node, millis = schema_node("int64", name="io.debezium.time.MicroTimestamp", version=1), False
 
+    infinities = (POS_INFINITY_MILLIS, NEG_INFINITY_MILLIS) if millis else (POS_INFINITY_MICROS, NEG_INFINITY_MICROS)
+
     def convert(text: str) -> int:
         try:
-            micros, _finite = _epoch_micros(text)
+            micros, finite = _epoch_micros(text)
         except ValueError:
             raise bad(label, text, "not a timestamp") from None
+        if not finite:
+            return infinities[0] if micros > 0 else infinities[1]
         if millis:
             return micros // 1000
         if not INT64_MIN <= micros <= INT64_MAX:
