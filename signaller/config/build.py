@@ -15,7 +15,7 @@ from signaller.config.names import declared, family_of, suggestions
 from signaller.config.parsing import Rejected
 from signaller.config.problems import problem, raise_if_any
 from signaller.config.secrets import clip, printable
-from signaller.config.sections import SECTION_TYPES, SETTINGS
+from signaller.config.sections import AVRO_CONVERTERS, SECTION_TYPES, SETTINGS
 from signaller.config.sources import Layer, RawValue
 from signaller.config.values import NotificationChannel, OffsetStorage, Secret
 from signaller.errors import ConfigError
@@ -187,6 +187,34 @@ def _token_unless_loopback(build: _Build) -> None:
         build.problems.append(problem("signaller.http.token", None, accepted, origin))
 
 
+def _converters_agree(build: _Build) -> None:
+    """Key and value are both JSON or both Avro, each Avro converter names its registry, and the avro name
+    adjustment modes come with the Avro converters (the JSON path does not adjust names)."""
+    key, value = build.values.get("key.converter"), build.values.get("value.converter")
+    if not isinstance(key, str) or not isinstance(value, str):
+        return
+    if (key in AVRO_CONVERTERS) != (value in AVRO_CONVERTERS):
+        accepted = f"the same format as key.converter ({key}): signaller does not mix JSON and Avro yet"
+        build.problems.append(problem("value.converter", value, accepted, build.origin("value.converter")))
+        return
+    for side, converter in (("key", key), ("value", value)):
+        url = f"{side}.converter.schema.registry.url"
+        if converter in AVRO_CONVERTERS and not build.values.get(url):
+            accepted = f"the schema registry's URL (Confluent API): required with {side}.converter={converter}"
+            build.problems.append(problem(url, None, accepted, NOT_SET))
+        user_info = f"{side}.converter.basic.auth.user.info"
+        if build.values.get(f"{side}.converter.basic.auth.credentials.source") == "USER_INFO" \
+                and build.values.get(user_info) is None:
+            accepted = f"user:password: required when {side}.converter.basic.auth.credentials.source=USER_INFO"
+            build.problems.append(problem(user_info, None, accepted, NOT_SET))
+    if value not in AVRO_CONVERTERS:
+        for name in ("schema.name.adjustment.mode", "field.name.adjustment.mode"):
+            mode = build.values.get(name)
+            if mode is not None and str(mode) != "none":
+                accepted = f"none (the {mode} mode is implemented with the Avro converters only)"
+                build.problems.append(problem(name, str(mode), accepted, build.origin(name)))
+
+
 def is_loopback(host: str) -> bool:
     """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``)."""
     if host.lower() == "localhost":
@@ -203,6 +231,7 @@ _CROSS_CHECKS: tuple[Callable[[_Build], None], ...] = (
     _sink_needs_topic,
     _file_storage_needs_filename,
     _token_unless_loopback,
+    _converters_agree,
 )
 
 DEFAULTS: Mapping[str, str | None] = MappingProxyType({prop.name: prop.default for prop in PROPERTIES})

@@ -50,23 +50,19 @@ Patterns = tuple[UserPattern, ...]
 
 PG_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
-_AVRO_CONVERTERS = (
+AVRO_CONVERTERS = (
     "io.confluent.connect.avro.AvroConverter",
     "io.apicurio.registry.utils.converter.AvroConverter",
 )
+"""The Avro converters signaller writes for (Confluent wire format, through a Confluent-compatible registry)."""
 NOT_YET = "not implemented by signaller yet"
-
-
-def _json_converter_only(value: object) -> None:
-    if value == JSON_CONVERTER:
-        return
-    avro = " (Avro output is coming; until then use JSON)" if value in _AVRO_CONVERTERS else ""
-    raise p.Rejected(f"{JSON_CONVERTER}{avro}")
+_CONVERTERS = p.one_of(JSON_CONVERTER, *AVRO_CONVERTERS,
+                       reason="signaller writes Kafka Connect's JSON or Avro (Confluent wire format)")
+_CREDENTIALS_SOURCES = p.one_of("URL", "USER_INFO", reason="SASL_INHERIT is not implemented by signaller")
 
 
 _HOSTNAME = p.matches(r"[a-zA-Z0-9\-_.]+", "a host name or IP address (letters, digits, '-', '_' and '.')")
 _SLOT_NAME = p.matches(r"[a-z0-9_]{1,63}", "lower-case letters, digits and '_', at most 63 characters")
-_ADJUST_AVRO = {m: "schema name adjustment for Avro is not implemented yet" for m in ("avro", "avro_unicode")}
 _JMX = "JMX is a Java facility; use http (signaller's REST channel), kafka, file or source"
 _MAX_TOPIC_LENGTH = 249
 _SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
@@ -92,13 +88,33 @@ class ConnectorSection:
     connector_class: str = setting("connector.class", Kind.STR, PG_CONNECTOR, "Must name Debezium's PostgreSQL "
                                    "connector.", check=p.one_of(PG_CONNECTOR, reason="signaller implements "
                                                                 "Debezium's PostgreSQL connector"))
-    key_converter: str = setting("key.converter", Kind.STR, JSON_CONVERTER, "Key format.", check=_json_converter_only)
-    value_converter: str = setting("value.converter", Kind.STR, JSON_CONVERTER, "Value format.",
-                                   check=_json_converter_only)
+    key_converter: str = setting("key.converter", Kind.STR, JSON_CONVERTER, "Key format.", check=_CONVERTERS)
+    value_converter: str = setting("value.converter", Kind.STR, JSON_CONVERTER, "Value format.", check=_CONVERTERS)
     key_schemas_enable: bool = setting("key.converter.schemas.enable", Kind.BOOL, "true",
                                        "Wrap keys as {schema, payload}.")
     value_schemas_enable: bool = setting("value.converter.schemas.enable", Kind.BOOL, "true",
                                          "Wrap values as {schema, payload}.")
+    key_registry_url: str | None = setting("key.converter.schema.registry.url", Kind.STR, None,
+                                           "Schema registry (Confluent API) of the Avro key converter.")
+    value_registry_url: str | None = setting("value.converter.schema.registry.url", Kind.STR, None,
+                                             "Schema registry (Confluent API) of the Avro value converter.")
+    key_credentials_source: str = setting("key.converter.basic.auth.credentials.source", Kind.STR, "URL",
+                                          "Where the key converter's registry credentials come from.",
+                                          check=_CREDENTIALS_SOURCES)
+    value_credentials_source: str = setting("value.converter.basic.auth.credentials.source", Kind.STR, "URL",
+                                            "Where the value converter's registry credentials come from.",
+                                            check=_CREDENTIALS_SOURCES)
+    key_user_info: Secret | None = setting("key.converter.basic.auth.user.info", Kind.SECRET, None,
+                                           "user:password for the key converter's registry (USER_INFO).",
+                                           aliases=("key.converter.schema.registry.basic.auth.user.info",))
+    value_user_info: Secret | None = setting("value.converter.basic.auth.user.info", Kind.SECRET, None,
+                                             "user:password for the value converter's registry (USER_INFO).",
+                                             aliases=("value.converter.schema.registry.basic.auth.user.info",))
+
+    @property
+    def avro(self) -> bool:
+        """Whether the records are written in Avro (both converters Avro; a cross-check refuses a mix)."""
+        return self.value_converter in AVRO_CONVERTERS
 
 
 @section
@@ -307,11 +323,11 @@ class TypeSection:
     money_fraction_digits: int = setting("money.fraction.digits", Kind.INT, "2", "Scale of precise MONEY.",
                                          check=p.at_least(0))
     schema_name_adjustment_mode: NameAdjustmentMode = choice("schema.name.adjustment.mode", NameAdjustmentMode,
-                                                             "none", "Schema name adjustment.",
-                                                             unsupported=_ADJUST_AVRO)
+                                                             "none", "Schema name adjustment (avro modes: "
+                                                             "Avro converters only).")
     field_name_adjustment_mode: NameAdjustmentMode = choice("field.name.adjustment.mode", NameAdjustmentMode,
-                                                            "none", "Field name adjustment.",
-                                                            unsupported=_ADJUST_AVRO)
+                                                            "none", "Field name adjustment (avro modes: "
+                                                            "Avro converters only).")
     include_unknown_datatypes: bool = setting("include.unknown.datatypes", Kind.BOOL, "false",
                                               "Publish unknown types as bytes.")
     unavailable_value_placeholder: str = setting("unavailable.value.placeholder", Kind.STR,

@@ -110,9 +110,12 @@ class HStoreHandlingMode(StrEnum):
 
 
 class NameAdjustmentMode(StrEnum):
-    """``schema.name.adjustment.mode`` / ``field.name.adjustment.mode`` values signaller implements."""
+    """``schema.name.adjustment.mode`` / ``field.name.adjustment.mode`` values signaller implements
+    (``avro`` and ``avro_unicode`` with the Avro converters only)."""
 
     NONE = "none"
+    AVRO = "avro"
+    AVRO_UNICODE = "avro_unicode"
 
 
 class WatermarkStrategy(StrEnum):

@@ -11,9 +11,12 @@ Row events (``streamed`` and ``read``) go through one serializer call,
 :meth:`~signaller.wire.envelope.EnvelopeSerializer.serialize`, with one serializer per source
 plan (a relation version): the rows a plan builds hold exactly the serializer's payload columns,
 which is checked once per plan; a plan whose rows do not (none does today) takes the reference
-rendering (``serialize_key``/``serialize_value``), which gives the same bytes, slower. Not
-thread-safe: the capture loop's thread only. Nothing survives a restart but what the sink
-delivered.
+rendering (``serialize_key``/``serialize_value``), which gives the same bytes, slower. With the Avro
+converters the serializer is :class:`~signaller.wire.avro_serializer.AvroRecordSerializer`, whose
+schemas are registered when a relation version's serializer is built (first change of the version),
+off the per-record path; a registry error raised there ends the session before any record of that
+version is sent (transient: retried from the last committed offsets). Not thread-safe: the capture
+loop's thread only. Nothing survives a restart but what the sink delivered.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from signaller.config import SignallerConfig
 from signaller.model import Op
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.sinks.kafka import KafkaSink
+from signaller.sinks.subjects import RegistrySubjects
 from signaller.snapshot.notifications import Notification
 from signaller.sources.postgres.reader import Change, RelationPlan, TxBegin, TxCommit
+from signaller.wire.avro_serializer import AvroRecordSerializer, AvroTableSerializer
 from signaller.wire.envelope import EnvelopeSerializer
 from signaller.wire.records import postgres_transaction_id, transaction_block
 from signaller.wire.serializer import RecordSerializer
@@ -55,7 +60,7 @@ class _TableOutput:
 
     __slots__ = ("name", "plan", "rows_match", "serializer", "topic")
 
-    def __init__(self, plan: RelationPlan, serializer: EnvelopeSerializer, topic: str) -> None:
+    def __init__(self, plan: RelationPlan, serializer: EnvelopeSerializer | AvroTableSerializer, topic: str) -> None:
         self.plan = plan
         self.serializer = serializer
         self.topic = topic
@@ -85,6 +90,22 @@ class _TransactionMetadata:
         return transaction_block(postgres_transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
 
 
+def _record_serializer(config: SignallerConfig) -> RecordSerializer | AvroRecordSerializer:
+    """The session's one record serializer: JsonConverter's, or the Avro converters' (registry from ``config``)."""
+    if not config.connector.avro:
+        return RecordSerializer(topic_prefix=config.topics.prefix, database=config.database.dbname,
+                                schemas_enable=config.connector.value_schemas_enable,
+                                key_schemas_enable=config.connector.key_schemas_enable)
+    channels = {c.value for c in config.notifications.enabled_channels}
+    topics = config.topics
+    return AvroRecordSerializer(
+        topic_prefix=topics.prefix, database=config.database.dbname, ids=RegistrySubjects.from_config(config),
+        topic_for=topics.topic_for, heartbeat_topic=topics.heartbeat_topic, transaction_topic=topics.transaction_topic,
+        notification_topic=config.notifications.sink_topic_name if "sink" in channels else None,
+        schema_names=config.types.schema_name_adjustment_mode.value,
+        field_names=config.types.field_name_adjustment_mode.value)
+
+
 class EventDispatcher:
     """Renders and sends every record of one capture session (see the module docstring).
 
@@ -102,10 +123,7 @@ class EventDispatcher:
         self._count_by_table = count_by_table
         self._event_counts: dict[tuple[str, str], int] = {}
         self._on_change = on_change
-        self._serializer = RecordSerializer(
-            topic_prefix=config.topics.prefix, database=config.database.dbname,
-            schemas_enable=config.connector.value_schemas_enable,
-            key_schemas_enable=config.connector.key_schemas_enable)
+        self._serializer = _record_serializer(config)
         self._outputs: dict[int, _TableOutput] = {}
         self._tombstones = config.events.tombstones_on_delete
         self._tx = _TransactionMetadata() if config.events.provide_transaction_metadata else None

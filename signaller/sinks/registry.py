@@ -66,14 +66,17 @@ class RegistryRequestError(SchemaRegistryError, TerminalError):
 class IncompatibleSchemaError(SchemaRegistryError, TerminalError):
     """The registry refused a schema as incompatible with the subject's earlier versions (HTTP 409).
 
-    ``subject`` names the subject and ``reason`` is the registry's explanation, verbatim.
+    ``subject`` names the subject and ``reason`` is the registry's explanation, verbatim; ``table``
+    (``schema.table``) the captured table whose new schema it is, when the caller knows it.
     """
 
-    def __init__(self, subject: str, reason: str) -> None:
+    def __init__(self, subject: str, reason: str, table: str | None = None) -> None:
         self.subject = subject
         self.reason = reason
+        self.table = table
+        of_table = f" (table {table})" if table is not None else ""
         super().__init__(
-            f"schema registry refused the new schema of subject {subject!r} as incompatible "
+            f"schema registry refused the new schema of subject {subject!r}{of_table} as incompatible "
             f"with its earlier versions: {reason}"
         )
 
