@@ -58,8 +58,9 @@ _LOGICAL: Final = {
     "org.apache.kafka.connect.data.Timestamp": "timestamp-millis",
     "org.apache.kafka.connect.data.Date": "date",
 }
-_PRIMITIVES: Final = {"int8": "int", "int16": "int", "int32": "int", "int64": "long", "float32": "float",
-                      "float64": "double", "boolean": "boolean", "string": "string", "bytes": "bytes"}
+_PRIMITIVES: Final = {"int8": "int", "int16": "int", "int32": "int", "int64": "long", "float": "float",
+                      "double": "double", "boolean": "boolean", "string": "string", "bytes": "bytes"}
+"""Connect's types as JsonConverter names them (``float``/``double``: FLOAT32/FLOAT64) -> Avro's."""
 _NO_DEFAULT: Final = object()
 _AVRO_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -234,7 +235,7 @@ def _default_json(node: Mapping[str, Any], value: Any) -> Any:
         return {key: _default_json(node["values"], item) for key, item in value.items()}
     if kind == "struct":
         return {m["field"]: _default_json(m, value.get(m["field"])) for m in node["fields"]}
-    if kind in ("float32", "float64"):
+    if kind in ("float", "double"):
         return float(value)
     return value
 
