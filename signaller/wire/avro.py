@@ -346,12 +346,17 @@ def _struct_converter(members: list[tuple[str, Converter | None, Any]]) -> Conve
 def long_bytes(value: int) -> bytes:
     """Avro's zig-zag varint encoding of an ``int`` or ``long``."""
     n = (value << 1) ^ (value >> 63)
+    if n < 0x80:
+        return _SMALL[n]
     out = bytearray()
-    while n & ~0x7F:
+    while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+_SMALL: Final = tuple(bytes((n,)) for n in range(0x80))
 
 
 def string_bytes(value: str) -> bytes:

@@ -100,7 +100,8 @@ class AvroTableSerializer:
     and envelope rules are those of :class:`~signaller.wire.envelope.EnvelopeSerializer`.
     """
 
-    __slots__ = ("_key", "_key_fields", "_row", "_source_db", "_source_head", "_source_table", "_value_id",
+    __slots__ = ("_key", "_key_fields", "_position", "_row", "_source_db", "_source_head", "_source_table",
+                 "_tx_parts", "_value_id",
                  "envelope_schema", "key_schema", "table", "topic", "value_names", "value_schema")
 
     def __init__(self, table: TableSchema, codecs: Mapping[str, ColumnCodec], *, topic: str, topic_prefix: str,
@@ -139,6 +140,8 @@ class AvroTableSerializer:
                                       string_bytes(topic_prefix)))
         self._source_db = string_bytes(database)
         self._source_table = string_bytes(table.table_id.schema) + string_bytes(table.table_id.table)
+        self._position: Any = None
+        self._tx_parts: tuple[bytes, str, bytes] = (b"", "", b"")
 
     def serialize(self, change: RowChange, *, ts_us_now: int,
                   transaction: Mapping[str, Any] | None = None) -> tuple[bytes | None, bytes]:
@@ -148,8 +151,20 @@ class AvroTableSerializer:
             event = change.event
             return self.serialize_key(event.after if event.after is not None else event.before), \
                 self.serialize_value(event, ts_us_now=ts_us_now, transaction=transaction)
-        op, before, after = change.op, change.before, change.after
-        source = self._source(tx.commit_ts_us, None, tx.last_commit_lsn, change.lsn, tx.xid)
+        op, before, after, lsn = change.op, change.before, change.after, change.lsn
+        if tx is not self._position:  # the source block's parts constant in a transaction, once per transaction
+            self._position = tx
+            ts_us, last = tx.commit_ts_us, tx.last_commit_lsn
+            self._tx_parts = (
+                b"".join((self._source_head, long_bytes(ts_us // 1000), _NULL + string_bytes("false"),
+                          self._source_db, _PRESENT)),
+                "[null," if last is None else f'["{last}",',
+                b"".join((_PRESENT, long_bytes(ts_us), _PRESENT, long_bytes(ts_us * 1000), self._source_table,
+                          _optional_long(tx.xid))),
+            )
+        head, sequence, middle = self._tx_parts
+        source = b"".join((head, string_bytes(f'{sequence}"{lsn}"]'), middle, _optional_long(lsn),
+                           b"\x00\x00\x00"))
         return (self.serialize_key(after if after is not None else before),
                 self._value(op, before, after, source, ts_us_now, transaction))
 
