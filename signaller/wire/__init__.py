@@ -19,6 +19,10 @@ Modules, each with one job:
 * :mod:`~signaller.wire.serializer`: :class:`~signaller.wire.serializer.RecordSerializer`, the one
   object the runtime asks for the bytes of every record (change events, heartbeats, transaction
   metadata, notifications).
+* :mod:`~signaller.wire.avro`: Connect schemas and values in Avro as Confluent's ``AvroData`` writes
+  them, Debezium's name adjustment, Avro varints and the Confluent wire-format frame;
+* :mod:`~signaller.wire.avro_serializer`: :class:`~signaller.wire.avro_serializer.AvroRecordSerializer`,
+  the Avro converters' twin of ``RecordSerializer`` (schema ids from an injected ``SchemaIds``).
 
 Dependencies: ``signaller.model`` and ``signaller.errors`` only; never a source, a sink, the
 snapshot engine or the runtime (``tests/unit/test_layering.py`` checks it).
