@@ -8,7 +8,8 @@ mapping). Converters read PostgreSQL's output text (``(x,y)``, ``{A,B,C}``, ``[(
 :class:`~signaller.errors.DecodeError` (via :func:`~signaller.sources.postgres.conversion.bad`)
 for anything else. The WKB layouts are Debezium 3.7's, measured: a ``box`` is the polygon
 ``(x1,y1) (x1,y2) (x2,y2) (x2,y1) (x1,y1)`` of PostgreSQL's corners ``(x1,y1),(x2,y2)``; a
-``polygon``'s ring is closed by repeating its first point; ``lseg`` and ``path`` are line strings.
+``polygon``'s ring is closed by repeating its first point unless the last one equals it; ``lseg``
+and ``path`` are line strings.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _path(text: str) -> dict[str, Any]:
 
 def _polygon(text: str) -> dict[str, Any]:
     points = _pairs(_numbers(text))
-    return geometry_payload(polygon_wkb([*points, points[0]]), None, {"type": "polygon"})
+    ring = points if points[0] == points[-1] else [*points, points[0]]
+    return geometry_payload(polygon_wkb(ring), None, {"type": "polygon"})
 
 
 def _circle(text: str) -> dict[str, Any]:
