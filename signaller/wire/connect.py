@@ -20,8 +20,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
+    "CIRCLE",
+    "GEOGRAPHY",
+    "GEOMETRY",
     "HEARTBEAT_KEY_SCHEMA",
     "HEARTBEAT_VALUE_SCHEMA",
+    "LINE",
     "NOTIFICATION_KEY_SCHEMA",
     "NOTIFICATION_VALUE_SCHEMA",
     "POINT",
@@ -99,6 +103,55 @@ POINT: Final[dict[str, Any]] = {
     "doc": "Geometry (POINT)",
 }
 """``io.debezium.data.geometry.Point``: ``{x, y, wkb, srid}`` (wkb bytes whatever ``binary.handling.mode`` says)."""
+
+
+LINE: Final[dict[str, Any]] = {
+    "type": "struct",
+    "fields": [
+        {"type": "double", "optional": False, "field": "a"},
+        {"type": "double", "optional": False, "field": "b"},
+        {"type": "double", "optional": False, "field": "c"},
+    ],
+    "optional": True,
+    "name": "io.debezium.data.geometry.Line",
+    "version": 1,
+    "doc": "Geometry (LINE)",
+}
+"""``io.debezium.data.geometry.Line``: ``{a, b, c}`` of the line ``ax + by + c = 0``."""
+
+
+def _wkb_struct(name: str, version: int, doc: str, *, extensions: bool) -> dict[str, Any]:
+    fields: list[dict[str, Any]] = [
+        {"type": "bytes", "optional": False, "field": "wkb"},
+        {"type": "int32", "optional": True, "field": "srid"},
+    ]
+    if extensions:
+        fields.append({"type": "map", "keys": {"type": "string", "optional": False},
+                       "values": {"type": "string", "optional": False}, "optional": True, "field": "extensions"})
+    return {"type": "struct", "fields": fields, "optional": True, "name": name, "version": version, "doc": doc}
+
+
+GEOMETRY: Final[dict[str, Any]] = _wkb_struct("io.debezium.data.geometry.Geometry", 2, "Geometry", extensions=True)
+"""``io.debezium.data.geometry.Geometry`` version 2: ``{wkb, srid, extensions}`` (PostgreSQL's
+``lseg``, ``box``, ``path``, ``polygon`` and PostGIS ``geometry``)."""
+
+GEOGRAPHY: Final[dict[str, Any]] = _wkb_struct(
+    "io.debezium.data.geometry.Geography", 2, "Geography", extensions=True
+)
+"""``io.debezium.data.geometry.Geography`` version 2: ``{wkb, srid, extensions}`` (PostGIS ``geography``)."""
+
+CIRCLE: Final[dict[str, Any]] = {
+    "type": "struct",
+    "fields": [
+        {**POINT, "optional": False, "field": "center"},
+        {"type": "double", "optional": False, "field": "radius"},
+    ],
+    "optional": True,
+    "name": "io.debezium.data.geometry.Circle",
+    "version": 1,
+    "doc": "Geometry (CIRCLE)",
+}
+"""``io.debezium.data.geometry.Circle``: ``{center: Point, radius}``."""
 
 
 def decimal_node(scale: int, precision: int | None) -> dict[str, Any]:

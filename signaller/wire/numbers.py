@@ -110,6 +110,9 @@ def _java_text(value: float, digits_of: Callable[[float], tuple[str, int]]) -> s
     if value == 0:
         return f"{sign}0.0"
     digits, exponent = digits_of(abs(value))
+    if len(digits) == 1:  # Java prints at least two digits: the two-digit decimal closest to the value
+        mantissa, _e, power = f"{abs(value):.1e}".partition("e")
+        digits, exponent = mantissa.replace(".", "").rstrip("0") or "0", int(power)
     if -3 <= exponent < 7:
         if exponent >= 0:
             whole = digits[: exponent + 1].ljust(exponent + 1, "0")

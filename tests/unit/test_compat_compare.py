@@ -102,3 +102,12 @@ def test_value_allow_list_entries_accept_exactly_their_documented_values() -> No
     assert rule.matches(read)
     assert not rule.matches(Difference("data:cmp_edge_x", 0, "value.payload.after.c_date", -622191234, 2146033979, "c"))
     assert not rule.matches(Difference("data:cmp_edge_x", 0, "value.payload.after.c_date", 1, 2, "r"))
+
+
+def test_name_and_int_vector_entries_accept_only_debeziums_lost_values() -> None:
+    name = next(r for r in ALLOWED if r.name == "name columns in streamed events")
+    assert name.matches(Difference("data:t", 0, "value.payload.after.c_name", None, "nm", "c"))
+    assert not name.matches(Difference("data:t", 0, "value.payload.after.c_name", "nm", "other", "r"))
+    vector = next(r for r in ALLOWED if r.name == "int2vector and oidvector values")
+    assert vector.matches(Difference("data:t", 0, "value.payload.before.c_int2vector[0]", "<absent>", 1, "u"))
+    assert not vector.matches(Difference("data:t", 0, "value.payload.after.c_oidvector[0]", 2, 1, "c"))

@@ -223,3 +223,19 @@ def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None
     assert config_from_mapping({**base, "deletionVectors": True}).deletion_vectors is True
     with pytest.raises(JobConfigError):
         config_from_mapping({**base, "deletion_vectors": "yes"})
+
+
+@pytest.mark.parametrize(
+    ("type_name", "ddl"),
+    [
+        ("line", "STRUCT<`a`: DOUBLE, `b`: DOUBLE, `c`: DOUBLE>"),
+        ("box", "STRUCT<`wkb`: BINARY, `srid`: INT, `extensions`: MAP<STRING, STRING>>"),
+        ("circle", "STRUCT<`center`: STRUCT<`x`: DOUBLE, `y`: DOUBLE, `wkb`: BINARY, `srid`: INT>, `radius`: DOUBLE>"),
+        ("int2vector", "ARRAY<SMALLINT>"),
+        ("oidvector", "ARRAY<BIGINT>"),
+    ],
+)
+def test_geometric_and_vector_columns_are_stored_as_their_raw_structs_and_arrays(type_name: str, ddl: str) -> None:
+    codec = codec_for(Column(name="c", type_oid=0, type_name=type_name), TypeModes())
+    spec = column_spec({**codec.schema, "field": "c"})
+    assert (spec.raw_ddl, spec.target_ddl, spec.target_expr) == (ddl, ddl, "{col}")

@@ -270,3 +270,14 @@ def test_serialize_streamed_renders_each_transaction_and_operation() -> None:
                                 tx.commit_ts_us)
             got = serializer.serialize_streamed(op, before, after, 900 + xid, tx, ts_us_now=5)
             assert got == expected(serializer, event, 5, None)
+
+
+def test_an_unchanged_toasted_value_is_taken_from_a_full_old_row() -> None:
+    from signaller.sources.postgres.pgoutput import UNCHANGED_TOAST
+    from signaller.sources.postgres.reader import _with_old_toast
+
+    new = ["1", UNCHANGED_TOAST, None]
+    # REPLICA IDENTITY FULL: the whole old row is there, so Debezium writes the old value
+    assert _with_old_toast(new, ["1", "big value", "x"]) == ["1", "big value", None]
+    # no complete old row: the placeholder stands in
+    assert _with_old_toast(new, None) is new

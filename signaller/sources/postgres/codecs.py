@@ -51,8 +51,14 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``date[]`` element -622191234/-625821272. A ``MicroTimestamp`` after 294247-01-10 exceeds
   int64 µs: inexpressible.
 * ``point`` -> ``io.debezium.data.geometry.Point`` ``{x, y, wkb, srid}`` (wkb: little-endian WKB
-  as bytes in every ``binary.handling.mode``; srid null); ``tsvector`` -> ``io.debezium.data.Tsvector``
-  (PostgreSQL's text), ``tsvector[]`` items required.
+  as bytes in every ``binary.handling.mode``; srid null); ``line`` -> ``io.debezium.data.geometry.Line``
+  ``{a, b, c}``; ``circle`` -> ``io.debezium.data.geometry.Circle`` ``{center: Point, radius}``;
+  ``lseg``/``path`` (line strings) and ``box``/``polygon`` (one-ring polygons) ->
+  ``io.debezium.data.geometry.Geometry`` version 2 ``{wkb, srid, extensions}`` with
+  ``extensions`` ``{"type": "<typname>"}`` (and ``"closed"`` for a path)
+  (:mod:`~signaller.sources.postgres.geometric`); ``int2vector``/``oidvector`` -> arrays of required
+  int16/int64 with the vector's numbers (Debezium 3.7 writes ``[]``: the README's allow-list);
+  ``tsvector`` -> ``io.debezium.data.Tsvector`` (PostgreSQL's text), ``tsvector[]`` items required.
 * ``interval`` -> ``io.debezium.time.MicroDuration`` (int64 µs, 365.25/12 days a month, computed
   in doubles as Debezium does, saturated to int64 as Java's ``(long)`` cast) or, with ``interval.handling.mode=string``,
   ``io.debezium.time.Interval`` (``P<y>Y<m>M<d>DT<h>H<m>M<s>S``).
@@ -98,8 +104,9 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from signaller.errors import ConfigError
 from signaller.model.tables import Column
-from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec
+from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec, int_vector_builder
 from signaller.sources.postgres.conversion import tolerant
+from signaller.sources.postgres.geometric import GEOMETRIC_BUILDERS
 from signaller.sources.postgres.scalars import (
     binary_placeholder,
     bool_converter,
@@ -108,7 +115,6 @@ from signaller.sources.postgres.scalars import (
     build_enum,
     build_money,
     build_numeric,
-    build_point,
     build_unknown_binary,
     float4_converter,
     float8_converter,
@@ -235,7 +241,9 @@ _BUILDERS: Final[Mapping[str, Builder]] = {
     "jsonb": string_builder("io.debezium.data.Json"),
     "xml": string_builder("io.debezium.data.Xml"),
     "tsvector": string_builder("io.debezium.data.Tsvector"),
-    "point": build_point,
+    **GEOMETRIC_BUILDERS,
+    "int2vector": int_vector_builder("int16"),
+    "oidvector": int_vector_builder("int64"),
     **{name: string_builder() for name in _PLAIN_STRING_TYPES},
 }
 

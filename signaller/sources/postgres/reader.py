@@ -386,7 +386,9 @@ class PostgresLogReader(LogReader[Item]):
             if data[position] != _NEW:
                 return False
             position += 1
-        after = read(data, position)[0]
+        # After a whole old row (REPLICA IDENTITY FULL) an unchanged TOASTed value raises: the general
+        # path (_update) takes it from the old row, as Debezium does.
+        after = read(data, position, tag == _OLD)[0]
         tx = self._tx
         if before is not None and plan.key_names and any(before.get(k) != after.get(k) for k in plan.key_names):
             if "d" not in skip:
@@ -438,7 +440,8 @@ class PostgresLogReader(LogReader[Item]):
         plan = self._plan(msg.relation_id)
         if plan is None:
             return
-        before, after = self._row(plan, msg.old), self._row(plan, msg.new)
+        full_old = msg.old if msg.old_kind == "O" else None
+        before, after = self._row(plan, msg.old), self._row(plan, _with_old_toast(msg.new, full_old))
         if before is not None and after is not None and plan.key_names and any(
             before.get(k) != after.get(k) for k in plan.key_names
         ):
@@ -470,7 +473,17 @@ _U32_U8 = struct.Struct(">IB")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 
-_RowReader = Callable[[bytes, int], tuple[dict[str, Any], int]]
+def _with_old_toast(new: Any, old: Any) -> Any:
+    """The new tuple with each unchanged TOASTed value taken from the old one, when the old tuple
+    is complete (``REPLICA IDENTITY FULL``: pgoutput sends the whole old row), as Debezium does;
+    otherwise the new tuple as it is (the placeholder stands in)."""
+    toast = pgoutput.UNCHANGED_TOAST
+    if old is None or len(old) != len(new) or not any(value is toast for value in new):
+        return new
+    return [o if n is toast and o is not toast else n for n, o in zip(new, old, strict=True)]
+
+
+_RowReader = Callable[..., tuple[dict[str, Any], int]]
 _Slot = tuple[int, str, Callable[[str], Any], Any]
 
 
@@ -479,7 +492,9 @@ class _NotHandled(Exception):
 
 
 def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | None:
-    """A function reading one pgoutput TupleData at ``pos`` straight into the plan's row dict.
+    """A function reading one pgoutput TupleData at ``pos`` straight into the plan's row dict
+    (``read(data, pos, full_old=False)``: with ``full_old`` an unchanged TOASTed value of a
+    captured column raises :class:`_NotHandled`, for the general path to fill it from the old row).
 
     Equivalent, for valid input, to ``pgoutput``'s tuple decoding followed by
     ``PostgresLogReader._row``: same keys in the same order, same values (every text column is
@@ -501,7 +516,7 @@ def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | N
         columns[index] = (name, unguarded(convert), placeholder)
         last = index
     lines = [
-        "def read(data, pos):",
+        "def read(data, pos, full_old=False):",
         f"    if unpack_count(data, pos)[0] != {column_count}:",
         "        raise NotHandled",
         "    pos += 2",
@@ -527,6 +542,8 @@ def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | N
                 "        pos += 1",
                 f"        row[n{index}] = None",
                 f"    elif kind == {_UNCHANGED}:",
+                "        if full_old:",
+                "            raise NotHandled",
                 "        pos += 1",
                 f"        row[n{index}] = p{index}",
             ]

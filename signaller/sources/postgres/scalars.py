@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from signaller.model.tables import Column
 from signaller.sources.postgres.conversion import Unrepresentable, bad, guarded
 from signaller.wire.columns import UNAVAILABLE_VALUE_PLACEHOLDER, Converter
-from signaller.wire.connect import POINT, VARIABLE_SCALE_DECIMAL, decimal_node, schema_node
-from signaller.wire.geometry import point_payload
+from signaller.wire.connect import VARIABLE_SCALE_DECIMAL, decimal_node, schema_node
 from signaller.wire.numbers import (
     JavaFloat,
     b64,
@@ -44,7 +43,6 @@ __all__ = [
     "build_enum",
     "build_money",
     "build_numeric",
-    "build_point",
     "build_unknown_binary",
     "float4_converter",
     "float8_converter",
@@ -309,20 +307,3 @@ def simple_builder(type_: str, convert_of: Callable[[str], Converter]) -> Builde
 def int_converter(label: str) -> Converter:
     """``int2``/``int4``/``int8``/``oid`` text -> int."""
     return guarded(label, int, "not an integer")
-
-
-def build_point(column: Column, modes: TypeModes, label: str) -> tuple[dict[str, Any], Converter]:
-    """``point`` (text ``(x,y)``): ``io.debezium.data.geometry.Point`` ``{x, y, wkb, srid}``."""
-
-    def convert(text: str) -> dict[str, Any]:
-        if not (text.startswith("(") and text.endswith(")")):
-            raise bad(label, text, "not a point '(x,y)'")
-        x_text, comma, y_text = text[1:-1].partition(",")
-        try:
-            if not comma:
-                raise ValueError("no comma")
-            return point_payload(float(x_text), float(y_text))
-        except ValueError:
-            raise bad(label, text, "not a point '(x,y)'") from None
-
-    return dict(POINT), convert
