@@ -44,12 +44,15 @@ def parse_sequence(text: str | None) -> tuple[int | None, int | None]:
 
 
 def seq_column(sequence_text: Any, lsn: Any, offset: Any) -> Any:
-    """The Spark column expression for ``_cdc_seq`` (see the module docstring)."""
+    """The Spark column expression for ``_cdc_seq`` (see the module docstring).
+
+    ``source.sequence`` is read with string functions, not a second JSON parse: brackets, quotes
+    and spaces dropped, split at the comma; a part that is not an integer (``null``) is missing."""
     from pyspark.sql import functions as F
 
-    parts = F.from_json(sequence_text, "ARRAY<STRING>")
-    commit = F.coalesce(parts[0].cast("bigint"), F.lit(0).cast("bigint"))
-    position = F.coalesce(parts[1].cast("bigint"), lsn)
+    parts = F.split(F.translate(sequence_text, '[]" ', ""), ",")
+    commit = F.coalesce(parts[0].try_cast("bigint"), F.lit(0).cast("bigint"))
+    position = F.coalesce(F.get(parts, 1).try_cast("bigint"), lsn)
     return F.when(
         position.isNull(), F.lit(None)
     ).otherwise(

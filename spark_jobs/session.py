@@ -29,6 +29,9 @@ DEFAULT_CONF: dict[str, str] = {
     # INT96 (Spark's default) cannot hold dates past 2262 for readers that map it to nanoseconds.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.driver.memory": "2g",
+    # Every MERGE source of the job is a local checkpoint (deterministic, already materialized):
+    # Delta's own copy of it ("auto") would only repeat that work.
+    "spark.databricks.delta.merge.materializeSource": "none",
 }
 _VERSION_SUFFIX = re.compile(r"-[0-9][^-]*\.jar$")
 

@@ -1,0 +1,308 @@
+"""Decoding a table's framed records into change events: pure transforms, no Delta I/O.
+
+Per batch and table: :func:`groups` turns each distinct envelope schema into a :class:`Group`
+(its key and row columns, or the error that sends its records to the dead-letter table);
+:func:`batch_keys` checks that the batch agrees with the table about the key; :func:`decode`
+builds the events of one group in the table's reconciled columns (``_cdc_seq``, ``_cdc_op``,
+``_cdc_ts_ms``, the unchanged-TOAST column names, and ``_reason``: why a record cannot be
+applied); :func:`batch_stats` counts the batch in one job (events, dead letters, deletes, reads,
+the newest truncate, the key range); :func:`fill_unchanged` carries unchanged-TOAST values
+forward within the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from spark_jobs import sequence
+from spark_jobs.connect_schema import (
+    ColumnSpec,
+    UnsupportedSchemaError,
+    column_spec,
+    connect_node_of_spark,
+    envelope_row_struct,
+    quote,
+    row_columns,
+)
+from spark_jobs.frame import POSITION, SchemaCache, SchemaKey
+from spark_jobs.sqltext import sql_string
+
+PAYLOAD_DDL = (
+    "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING>, op: STRING, ts_ms: BIGINT>"
+)
+OPS = ("c", "u", "d", "r", "t")
+RANGED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING", "DATE")
+"""Key column types whose batch range becomes a literal predicate (exact literals, total order)."""
+
+
+class BatchError(Exception):
+    """The table's records of this batch cannot be applied; the message is the dead-letter reason."""
+
+
+class StoredTable(Protocol):
+    """What decoding needs to know of the stored table (``spark_jobs.tables.TableState`` has it)."""
+
+    @property
+    def columns(self) -> list[ColumnSpec] | None: ...
+
+    @property
+    def keys(self) -> list[str]: ...
+
+
+@dataclass
+class Group:
+    """The records of one topic in one batch that share an envelope schema (or have none)."""
+
+    wrapped: bool
+    schema_hash: int | None
+    schema: dict[str, Any] | None
+    keys: list[str]
+    columns: list[ColumnSpec]
+    error: str | None = None  # the schema cannot be used: the group's records are dead-lettered
+    split: bool = False  # framed by string split (see spark_jobs.frame)
+
+
+def groups(spark: Any, framed: Any, state: StoredTable | None, found: list[Any],
+           schemas: SchemaCache) -> list[Group]:
+    """One :class:`Group` per distinct envelope schema of the topic's records (oldest first)."""
+    groups = []
+    for row in found:
+        keys = sequence.key_names(row.key)
+        if row._schema_hash is None:
+            columns = schemaless_columns(spark, framed, row._wrapped, row._split, state)
+            groups.append(Group(row._wrapped, None, None, keys, columns, None, row._split))
+            continue
+        try:
+            schema = schemas.get(SchemaKey(row._split, row._schema_hash))
+            columns = row_columns(envelope_row_struct(schema))
+        except (UnsupportedSchemaError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            error = f"cannot read the record schema: {exc}"
+            groups.append(Group(row._wrapped, row._schema_hash, None, [], [], error, row._split))
+            continue
+        groups.append(Group(row._wrapped, row._schema_hash, schema, keys, columns, None, row._split))
+    return groups
+
+
+def group_rows(framed: Any, group: Group) -> Any:
+    """The framed records of ``group``."""
+    from pyspark.sql import functions as F
+
+    match = (F.col("_schema_hash") == group.schema_hash) if group.schema_hash is not None else (
+        F.col("_schema_hash").isNull()
+    )
+    return framed.where((F.col("_wrapped") == group.wrapped) & (F.col("_split") == group.split) & match)
+
+
+def schemaless_columns(spark: Any, framed: Any, wrapped: bool, split: bool, state: StoredTable | None,
+                       ) -> list[ColumnSpec]:
+    """Columns for records without an embedded schema: the stored table's, plus new columns
+    whose types Spark infers from this batch's ``after``/``before`` JSON."""
+    from pyspark.sql import functions as F
+
+    stored = list(state.columns) if state and state.columns else []
+    known = {c.name for c in stored}
+    payload = F.from_json("_payload", PAYLOAD_DDL)
+    texts = (
+        framed.where((F.col("_wrapped") == wrapped) & (F.col("_split") == split) & F.col("_schema_hash").isNull())
+        .where(payload["op"].isin(*OPS))  # only change events describe the row
+        .select(F.explode(F.array(payload["after"], payload["before"])).alias("t"))
+        .where(F.col("t").isNotNull())
+    )
+    if known:  # infer only when the batch brings columns the table does not have
+        names = texts.select(F.explode(F.json_object_keys("t")).alias("k")).distinct().collect()
+        if {r.k for r in names} <= known:
+            return stored
+    inferred = spark.read.option("mode", "DROPMALFORMED").json(texts.rdd.map(lambda r: r[0])).schema
+    new = [
+        column_spec(connect_node_of_spark(f["type"], f["name"]))
+        for f in inferred.jsonValue().get("fields", [])
+        if f["name"] not in known and f["name"] != "_corrupt_record"
+    ]
+    return stored + new
+
+
+def batch_keys(groups: list[Group], state: StoredTable | None) -> list[str]:
+    """The key columns of the batch's records; ``BatchError`` when they disagree with each other or
+    with the stored table, or there are none."""
+    seen = [g.keys for g in groups if g.keys]
+    keys = seen[-1] if seen else (state.keys if state else [])
+    for other in seen:
+        if other != keys:
+            raise BatchError(f"key columns change within the batch: {other} and {keys}")
+    if state and state.keys and keys != state.keys:
+        raise BatchError(f"incompatible schema change: key columns change from {state.keys} to {keys}")
+    if not keys:
+        raise BatchError("record has no key (table without primary key)")
+    return keys
+
+
+def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]) -> Any:
+    """The group's records as events: the row's columns in the stored types, ``_cdc_*``, the
+    names of unchanged-TOAST columns, and ``_reason`` (non-null: dead-letter).
+
+    The payload is parsed once, with the row images in the group's raw types. A value is
+    undecodable when its stored form is null although the record carries one: only then (the
+    stored value null, the column one whose decoding can fail) is the row image parsed again as
+    text, to tell a JSON null from a value that did not convert and to quote it in the reason."""
+    from pyspark.sql import functions as F
+
+    row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
+    payload = F.from_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
+                                                          f"before: {row_ddl}, after: {row_ddl}"))
+    op = payload["op"]
+    base = group_rows(framed, group).select(
+        *POSITION, "key_str", "_payload",
+        op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
+        sequence.seq_column(payload["source"]["sequence"], payload["source"]["lsn"], F.col("offset")).alias(
+            "_cdc_seq"),
+        F.when(op == "d", payload["before"]).otherwise(payload["after"]).alias("_row"),
+    )
+    mine = {c.name: c for c in group.columns}
+    values, unchanged, bad = [], [], []
+    for target in columns:
+        spec = mine.get(target.name)
+        if spec is None:
+            values.append(F.lit(None).cast(target.target_ddl).alias(target.name))
+            continue
+        ref = f"_row.{quote(spec.name)}"
+        raw = F.col("_row")[spec.name]
+        decoded = F.expr(spec.target_expr.replace("{col}", ref))
+        is_placeholder = F.coalesce(F.expr(spec.toast_test.replace("{col}", ref)), F.lit(False)) if (
+            spec.toast_test) else F.lit(False)
+        value = F.when(is_placeholder, F.lit(None)).otherwise(decoded).cast(target.target_ddl)
+        values.append(value.alias(target.name))
+        if spec.toast_test:
+            unchanged.append(F.when(is_placeholder, F.lit(spec.name)))
+        if not _may_fail(spec, target):
+            continue
+        suspect = ~is_placeholder & value.isNull()
+        if spec.converted and spec.raw_ddl.startswith("ARRAY"):
+            suspect = suspect | (raw.isNotNull() & (
+                F.size(F.filter(value, lambda x: x.isNull())) != F.size(F.filter(raw, lambda x: x.isNull()))
+            ))
+        text = _row_text_of(spec.name)  # evaluated only for suspect rows (a CASE branch)
+        bad.append(F.when(suspect, F.when(text.isNotNull(), F.concat(
+            F.lit(f"undecodable value of column {spec.name!r} ({spec.raw_ddl} → {target.target_ddl}): "),
+            F.substring(text, 1, 200),
+        ))))
+    row_op = F.col("_cdc_op") != "t"
+    before_values = F.coalesce(
+        F.when(F.col("_cdc_op").isNull(), F.lit("no op (not a Debezium change event)")),
+        F.when(~F.col("_cdc_op").isin(*OPS), F.concat(F.lit("unknown op "), F.col("_cdc_op"))),
+        F.when(row_op & F.col("_row").isNull(), F.lit("no row image (before/after) for the op")),
+        F.when(row_op & F.col("_cdc_seq").isNull(), F.lit("no log position (source.sequence and source.lsn)")),
+        F.when(row_op & F.col("key_str").isNull(), F.lit("no key")),
+    )
+    unchanged_col = F.array_compact(F.array(*unchanged)) if unchanged else F.array().cast("array<string>")
+    staged = base.select(
+        *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
+        before_values.alias("_pre"), (F.coalesce(*bad) if bad else F.lit(None).cast("string")).alias("_bad"),
+    )
+    key_null = F.lit(False)
+    for k in keys:
+        key_null = key_null | F.col(quote(k)).isNull()
+    reason = F.coalesce(
+        F.col("_pre"), F.when((F.col("_cdc_op") != "t") & key_null, F.lit(f"null key column (key: {keys})")),
+        F.col("_bad"),
+    )
+    return staged.withColumn("_reason", reason).drop("_pre", "_bad")
+
+
+def _may_fail(spec: ColumnSpec, target: ColumnSpec) -> bool:
+    """Whether a value of ``spec`` present in a record can fail to decode: any conversion or
+    non-text parse can; a text column stored as text cannot."""
+    return spec.converted or spec.raw_ddl != "STRING" or target.target_ddl != "STRING"
+
+
+def _row_text_of(name: str) -> Any:
+    """The JSON text of column ``name`` in the record's row image (null: absent or JSON null)."""
+    from pyspark.sql import functions as F
+
+    texts = F.from_json("_payload", PAYLOAD_DDL)
+    image = F.when(F.col("_cdc_op") == "d", texts["before"]).otherwise(texts["after"])
+    return F.from_json(image, "MAP<STRING, STRING>")[name]
+
+
+def fill_unchanged(changes: Any, columns: list[ColumnSpec], keys: list[str]) -> Any:
+    """An unchanged-TOAST column takes the value of the newest earlier non-delete event of the same
+    key in the batch that carries one (the stored row is only consulted when there is none)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_key = Window.partitionBy(*[F.col(quote(k)) for k in keys])
+    unchanged = F.col("_cdc_unchanged")
+    values, filled = [], []
+    for c in columns:
+        if not c.toast_test:
+            values.append(F.col(quote(c.name)))
+            continue
+        is_unchanged = F.array_contains(unchanged, c.name)
+        order = F.when((F.col("_cdc_op") != "d") & ~is_unchanged, F.col("_cdc_seq"))
+        prev = F.max_by(F.struct(F.col(quote(c.name)).alias("v")), order).over(by_key)
+        fill = is_unchanged & prev.isNotNull()
+        values.append(F.when(fill, prev["v"]).otherwise(F.col(quote(c.name))).alias(c.name))
+        filled.append(F.when(fill, F.lit(c.name)))
+    others = [F.col(n) for n in changes.columns if n not in {c.name for c in columns} and n != "_cdc_unchanged"]
+    rest = F.array_except(unchanged, F.array_compact(F.array(*filled))) if filled else unchanged
+    return changes.select(*values, *others, rest.alias("_cdc_unchanged"))
+
+
+def key_range_aggregates(columns: list[ColumnSpec], keys: list[str]) -> list[Any]:
+    """``min``/``max`` of each rangeable key column over the batch's good change events."""
+    from pyspark.sql import functions as F
+
+    types = {c.name: c.target_ddl for c in columns}
+    good = F.col("_reason").isNull() & (F.col("_cdc_op") != "t")
+    out = []
+    for i, k in enumerate(keys):
+        if types.get(k) in RANGED_TYPES:
+            value = F.when(good, F.col(quote(k)))
+            out += [F.min(value).alias(f"_kmin_{i}"), F.max(value).alias(f"_kmax_{i}")]
+    return out
+
+
+def key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[tuple[str, str, str]]:
+    """``(column, low literal, high literal)`` per rangeable key column: every event that reaches a
+    MERGE has its key inside these bounds (dedup and tombstones only remove events)."""
+    types = {c.name: c.target_ddl for c in columns}
+    found = stats.asDict()
+    out = []
+    for i, k in enumerate(keys):
+        low, high = found.get(f"_kmin_{i}"), found.get(f"_kmax_{i}")
+        if low is None or high is None:
+            continue
+        if types[k] == "STRING":
+            out.append((k, sql_string(low), sql_string(high)))
+        elif types[k] == "DATE":
+            out.append((k, f"DATE'{low.isoformat()}'", f"DATE'{high.isoformat()}'"))
+        else:
+            out.append((k, str(int(low)), str(int(high))))
+    return out
+
+
+def batch_stats(events: Any, columns: list[ColumnSpec], keys: list[str]) -> Any:
+    """One row counting the decoded ``events`` (one Spark job): ``n``, ``bad`` (with a
+    ``_reason``), ``deletes``, ``trunc`` (the newest truncate's ``_cdc_seq``), ``toasted`` (with
+    unchanged-TOAST columns), ``reads`` and the key range (:func:`key_range_aggregates`)."""
+    from pyspark.sql import functions as F
+
+    good = F.col("_reason").isNull()
+    return events.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count(F.col("_reason")).alias("bad"),
+        F.count(F.when((F.col("_cdc_op") == "d") & good, 1)).alias("deletes"),
+        F.max(F.when((F.col("_cdc_op") == "t") & good, F.col("_cdc_seq"))).alias("trunc"),
+        F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
+        F.count(F.when((F.col("_cdc_op") == "r") & good, 1)).alias("reads"),
+        *key_range_aggregates(columns, keys),
+    ).first()
+
+
+def newest_per_key(changes: Any, keys: list[str]) -> Any:
+    """The newest event (highest ``_cdc_seq``) of each key of ``changes``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    window = Window.partitionBy(*[F.col(quote(k)) for k in keys]).orderBy(F.col("_cdc_seq").desc())
+    return changes.withColumn("_rn", F.row_number().over(window)).where("_rn = 1").drop("_rn")

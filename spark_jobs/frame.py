@@ -1,0 +1,155 @@
+"""Framing a batch of Kafka records: which envelope schema each record carries, and its payload.
+
+Pure transforms over the Kafka source's rows (``topic``, ``partition``, ``offset``, ``key``,
+``value``), plus :class:`SchemaCache`, the driver's memory of the schemas it has parsed.
+
+A record written by a JsonConverter with ``schemas.enable=true`` is ``{"schema":<schema>,
+"payload":<payload>}``; Debezium's and signaller's converters write it compactly, schema first.
+:func:`frame` keeps per record only what the job needs later (its position, key text, a hash of
+its schema and its payload text): the schema text (most of a record's bytes) is hashed, not kept,
+so the cached frame is small. The compact form is split with string functions (no JSON parse:
+the first ``,"payload":`` after the schema ends it, since a schema object never has a
+``payload`` key at its top level and quotes inside JSON strings are escaped); every other form
+(whitespace, other key order, no schema) is parsed with ``from_json``. A schema text that a split
+produced is parsed on the driver (:class:`SchemaCache`); if it is not a JSON object, the split was
+wrong for that batch and :func:`frame` runs again with ``split=False``: records are never decoded
+with a schema they do not carry.
+
+The schema text of a hash the cache has not seen is read back from the records themselves
+(:func:`schema_texts`): one extra pass over the batch when a table's schema is new or changed,
+none otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+RAW = ("topic", "partition", "offset", "key", "value")
+"""The Kafka record as the dead-letter table stores it."""
+POSITION = ("topic", "partition", "offset")
+"""A record's identity within a batch."""
+_SCHEMA_PREFIX = '{"schema":'
+_PAYLOAD_KEY = ',"payload":'
+
+
+@dataclass(frozen=True)
+class SchemaKey:
+    """A distinct envelope schema of a batch: how it was framed and its hash (None: no schema)."""
+
+    split: bool
+    schema_hash: int | None
+
+
+def frame(data: Any, split: bool = True, keep_raw: bool = False) -> Any:
+    """``data`` (Kafka rows with a non-null ``value``) framed: ``topic``, ``partition``, ``offset``,
+    ``key_str``, ``_wrapped`` (``schema``/``payload`` envelope), ``_split`` (framed by string
+    split), ``_schema_hash`` (null: no schema), ``_payload`` (the payload's JSON text; the whole
+    value when not wrapped); with ``keep_raw`` also ``key``, ``value`` and ``_schema_text``.
+
+    Lazy: nothing runs until an action; the caller decides what to cache."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value").cast("string")
+    envelope = F.from_json(value, "STRUCT<schema: STRING, payload: STRING>")
+    parsed_schema, parsed_payload = envelope["schema"], envelope["payload"]
+    if split:
+        framed = data.select("*", F.substring_index(value, _PAYLOAD_KEY, 1).alias("_head"))  # '{"schema":<schema>'
+        head = F.col("_head")
+        compact = value.startswith(_SCHEMA_PREFIX) & value.endswith("}")
+        framed = framed.select("*", (compact & (F.octet_length(head) < F.octet_length("value"))).alias("_split"))
+        skip = len(_PAYLOAD_KEY) + 1
+        tail = F.expr(  # the bytes after ',"payload":', without the closing brace
+            f"CAST(substring(value, octet_length(_head) + {skip}, octet_length(value) - octet_length(_head) - {skip})"
+            " AS STRING)")
+        split_schema = F.substring(head, len(_SCHEMA_PREFIX) + 1, 1 << 30)
+        no_schema = head == _SCHEMA_PREFIX + "null"
+        schema_text = F.when(F.col("_split"), F.when(~no_schema, split_schema)).otherwise(parsed_schema)
+        payload = F.when(F.col("_split"), F.when(tail != "null", tail)).otherwise(parsed_payload)
+        schema_hash = F.when(F.col("_split"), F.when(~no_schema, F.xxhash64(head))).otherwise(
+            F.when(parsed_schema.isNotNull(), F.xxhash64(parsed_schema)))
+    else:
+        framed = data.select("*", F.lit(False).alias("_split"))
+        schema_text, payload = parsed_schema, parsed_payload
+        schema_hash = F.when(parsed_schema.isNotNull(), F.xxhash64(parsed_schema))
+    framed = framed.select("*", payload.alias("_env_payload"))
+    raw = ["key", "value", schema_text.alias("_schema_text")] if keep_raw else []
+    return framed.select(
+        *POSITION, F.col("key").cast("string").alias("key_str"), *raw,
+        F.col("_env_payload").isNotNull().alias("_wrapped"), "_split", schema_hash.alias("_schema_hash"),
+        F.coalesce(F.col("_env_payload"), value).alias("_payload"),
+    )
+
+
+def discover(framed: Any) -> list[Any]:
+    """One row per (topic, framing, schema) of the batch: ``topic``, ``_wrapped``, ``_split``,
+    ``_schema_hash``, ``key`` (a record key's text, to name the key columns) and ``newest`` (the
+    highest offset, to order a topic's schemas oldest first). One Spark job."""
+    from pyspark.sql import functions as F
+
+    return list(
+        framed.groupBy("topic", "_wrapped", "_split", "_schema_hash")
+        .agg(F.first("key_str", ignorenulls=True).alias("key"), F.max("offset").alias("newest"))
+        .collect()
+    )
+
+
+def schema_texts(data: Any, wanted: list[SchemaKey], split: bool) -> dict[SchemaKey, str]:
+    """The schema text of each of ``wanted`` (read back from the batch's records ``data``)."""
+    from pyspark.sql import functions as F
+
+    hashes = [k.schema_hash for k in wanted if k.schema_hash is not None]
+    if not hashes:
+        return {}
+    rows = (
+        frame(data, split=split, keep_raw=True).where(F.col("_schema_hash").isin(*hashes))
+        .groupBy("_split", "_schema_hash").agg(F.first("_schema_text").alias("text"))
+        .collect()
+    )
+    return {SchemaKey(r._split, r._schema_hash): r.text for r in rows}
+
+
+class SchemaCache:
+    """Parsed envelope schemas by :class:`SchemaKey`, kept across batches (the job's driver).
+
+    A schema text that is not a JSON object is remembered as its error: ``get`` raises
+    ``ValueError`` with it (the records are dead-lettered, or reframed when the text came from a
+    split). At most ``capacity`` entries, least recently used dropped first; a dropped schema is
+    read back from its records when seen again."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._entries: OrderedDict[SchemaKey, dict[str, Any] | str] = OrderedDict()
+        self._capacity = capacity
+
+    def missing(self, keys: list[SchemaKey]) -> list[SchemaKey]:
+        """The keys with a schema this cache does not hold."""
+        return [k for k in keys if k.schema_hash is not None and k not in self._entries]
+
+    def add(self, key: SchemaKey, text: str) -> bool:
+        """Parse ``text`` and keep it (or its error); whether it is a JSON object."""
+        try:
+            schema = json.loads(text)
+            entry: dict[str, Any] | str = schema if isinstance(schema, dict) else (
+                f"the envelope schema is not a JSON object: {text[:80]!r}")
+        except ValueError as exc:
+            entry = str(exc)
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._capacity:
+            self._entries.popitem(last=False)
+        return isinstance(entry, dict)
+
+    def failed(self, key: SchemaKey) -> bool:
+        """Whether ``key``'s text was held and is not a JSON object."""
+        return isinstance(self._entries.get(key), str)
+
+    def get(self, key: SchemaKey) -> dict[str, Any]:
+        """The parsed schema of ``key``: ``ValueError`` if its text was not a JSON object,
+        ``KeyError`` if not held."""
+        entry = self._entries[key]
+        self._entries.move_to_end(key)
+        if isinstance(entry, str):
+            raise ValueError(entry)
+        return entry

@@ -1,0 +1,236 @@
+"""The Delta writes of a batch: truncate, tombstones, the append of new keys and the MERGE.
+
+:class:`DeltaWriter` owns what the job remembers between batches about each target (its key
+range, whether its tombstone table exists, when tombstones were last collected). Every write
+carries Delta's idempotent-write id (``txnAppId`` = app id + operation + table, ``txnVersion`` =
+batch id), so a batch replayed after a crash skips the writes that committed; the sequence guard
+in every MERGE makes a replay a no-op even without that. Call on the driver, inside a batch.
+
+Tombstones (``<target_root>/_tombstones/<schema>/<table>``) remember deleted keys so that a late,
+older event cannot bring a deleted row back; ``tombstone_retention_hours`` bounds them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from spark_jobs import split
+from spark_jobs.connect_schema import ColumnSpec, quote
+from spark_jobs.job_config import ApplyJobConfig
+from spark_jobs.sqltext import sql_string
+from spark_jobs.tables import META_COLUMNS, TableState
+
+Phase = Callable[[str], AbstractContextManager[None]]
+"""Times a phase of the batch (``spark_jobs.phases.PhaseClock.phase``)."""
+Bounds = list[tuple[str, str, str]]
+"""``(column, low literal, high literal)`` per rangeable key column: the batch's key range."""
+
+
+class DeltaWriter:
+    """The Delta writes of the job's batches (see the module docstring)."""
+
+    def __init__(self, cfg: ApplyJobConfig, phase: Phase) -> None:
+        self.cfg = cfg
+        self._phase = phase
+        self._known: set[str] = set()  # tombstone tables known to exist
+        self._last_gc: dict[str, float] = {}
+        self._ranges: dict[str, split.KeyRange | None] = {}  # per table: its keys lie inside
+
+    def truncate(self, spark: Any, path: str, name: str, batch_id: int, horizon: tuple[int, int, int]) -> None:
+        """Delete every stored row older than ``horizon`` (a truncate's ``_cdc_seq``)."""
+        from delta.tables import DeltaTable
+
+        self._txn(spark, "truncate", name, batch_id)
+        try:
+            DeltaTable.forPath(spark, path).delete(_older_than(horizon))
+        finally:
+            self.clear_txn(spark)
+
+    def _txn(self, spark: Any, operation: str, name: str, batch_id: int) -> None:
+        spark.conf.set("spark.databricks.delta.write.txnAppId", f"{self.cfg.effective_app_id}:{operation}:{name}")
+        spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
+
+    def clear_txn(self, spark: Any) -> None:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+    def tomb_path(self, path: str) -> str:
+        root = self.cfg.target_root.rstrip("/")
+        return root + "/_tombstones" + path[len(root):]
+
+    def drop_tombstoned(
+        self, spark: Any, latest: Any, keys: list[str], tomb_path: str, bounds: Bounds,
+    ) -> tuple[Any, bool]:
+        """Drop upserts older than a kept tombstone; mark (``_tombed``) the keys that have one.
+        Returns the events and whether the tombstone table exists.
+
+        The tombstone MERGE (``_write_tombstones``) then only sees the events it can change: the
+        batch's deletes and the keys that have a tombstone (an upsert of any other key matches
+        nothing and inserts nothing)."""
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        key_cols = [F.col(quote(k)) for k in keys]
+        with self._phase("tombstones"):
+            exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
+        if not exists:
+            return latest.withColumn("_tombed", F.lit(False)), False
+        self._known.add(tomb_path)
+        tombs = spark.read.format("delta").load(tomb_path)
+        if bounds:  # file skipping: only tombstones in the batch's key range can matter
+            tombs = tombs.where(range_sql(None, bounds))
+        tombs = tombs.select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
+        # ">=": a delete replayed after its tombstone was written (crash between the two MERGEs)
+        # must still reach the target; an upsert never has exactly a tombstone's sequence.
+        latest = latest.join(tombs, on=keys, how="left").where(
+            F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") >= F.col("_tomb_seq"))
+        ).withColumn("_tombed", F.col("_tomb_seq").isNotNull()).drop("_tomb_seq")
+        return latest, True
+
+    def tag(
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str,
+        state: TableState | None, stats: Any, bounds: Bounds,
+    ) -> Any:
+        """``latest`` tagged with ``_dest``: ``append`` for provably new keys, else ``merge`` (see
+        ``spark_jobs.split``)."""
+        from pyspark.sql import functions as F
+
+        if state is None:  # created in this batch: empty
+            self._ranges.pop(path, None)
+            return split.tag(latest, True, None, None)
+        target = spark.read.format("delta").load(path)
+        if path not in self._ranges:
+            self._ranges[path] = split.stored_key_range(target, columns, keys)
+        target_keys = None
+        if stats.reads:  # snapshot reads inside the range: an anti-join against the stored keys
+            ranged = target.where(range_sql(None, bounds)) if bounds else target
+            target_keys = ranged.select(*[F.col(quote(k)) for k in keys])
+        return split.tag(latest, False, self._ranges[path], target_keys)
+
+    def widen_range(self, path: str, stats: Any, columns: list[ColumnSpec], keys: list[str]) -> None:
+        """After the batch's writes: the table's key range includes the batch's (``_kmin_<i>`` /
+        ``_kmax_<i>`` of ``_key_range_aggregates``, over every good change event)."""
+        names = split.rangeable_keys(columns, keys)
+        if not names:
+            return
+        found = stats.asDict()
+        batch = {k: (found.get(f"_kmin_{keys.index(k)}"), found.get(f"_kmax_{keys.index(k)}")) for k in names}
+        have = self._ranges.get(path) or split.KeyRange({k: None for k in names})
+        self._ranges[path] = have.widened(batch)
+
+    def append(self, spark: Any, rows: Any, columns: list[ColumnSpec], path: str, name: str, batch_id: int) -> None:
+        """Provably new rows: a plain Delta append (no join with the table, no file rewritten)."""
+        self._txn(spark, "append", name, batch_id)
+        (
+            rows.select(*[quote(c) for c in split.appended_columns(columns, META_COLUMNS)])
+            .write.format("delta").mode("append").save(path)
+        )
+
+    def write_tombstones(
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
+        batch_id: int, exists: bool, bounds: Bounds,
+    ) -> None:
+        from delta.tables import DeltaTable
+
+        if not exists:
+            types = {c.name: c.target_ddl for c in columns}
+            cols = ", ".join(f"{quote(k)} {types[k]}" for k in keys)
+            spark.sql(
+                f"CREATE TABLE IF NOT EXISTS delta.`{tomb_path}` ({cols}, "
+                "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _deleted_at TIMESTAMP) "
+                "USING DELTA"
+            )
+            self._known.add(tomb_path)
+        cond = merge_condition(keys, bounds)
+        self._txn(spark, "tombstones", name, batch_id)
+        (
+            DeltaTable.forPath(spark, tomb_path).alias("t")
+            .merge(latest.alias("s"), cond)
+            .whenMatchedDelete(condition="s._cdc_op != 'd' AND s._cdc_seq > t._cdc_seq")
+            .whenMatchedUpdate(
+                condition="s._cdc_op = 'd' AND s._cdc_seq > t._cdc_seq",
+                set={"_cdc_seq": "s._cdc_seq", "_deleted_at": "current_timestamp()"},
+            )
+            .whenNotMatchedInsert(
+                condition="s._cdc_op = 'd'",
+                values={**{quote(k): f"s.{quote(k)}" for k in keys}, "_cdc_seq": "s._cdc_seq",
+                        "_deleted_at": "current_timestamp()"},
+            )
+            .execute()
+        )
+
+    def collect_tombstones(self, spark: Any, path: str, name: str, batch_id: int) -> None:
+        """Remove tombstones older than the retention, after the target MERGE has used them: every
+        ``min(retention, 1 h)`` per table while the job runs (every batch with retention 0)."""
+        from delta.tables import DeltaTable
+
+        tomb_path = self.tomb_path(path)
+        retention_s = int(self.cfg.tombstone_retention_hours * 3600)
+        now = time.monotonic()
+        last = self._last_gc.setdefault(tomb_path, now if retention_s else -1e18)
+        if tomb_path not in self._known or now - last < min(retention_s, 3600):
+            return
+        self._txn(spark, "tombstone-gc", name, batch_id)
+        horizon = f"current_timestamp() - INTERVAL {retention_s} SECONDS"
+        DeltaTable.forPath(spark, tomb_path).delete(f"_deleted_at < {horizon}")
+        self._last_gc[tomb_path] = now
+
+    def merge(
+        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int,
+        bounds: Bounds,
+    ) -> None:
+        """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
+        Delta skip the files whose key statistics lie outside it: they cannot match."""
+        from delta.tables import DeltaTable
+
+        cond = merge_condition(keys, bounds)
+        update: dict[str, Any] = {}
+        insert: dict[str, Any] = {}
+        for c in columns:
+            q = quote(c.name)
+            insert[q] = f"s.{q}"
+            if c.toast_test:
+                kept = f"array_contains(s._cdc_unchanged, {sql_string(c.name)})"
+                update[q] = f"CASE WHEN {kept} THEN t.{q} ELSE s.{q} END"
+            else:
+                update[q] = f"s.{q}"
+        for m in META_COLUMNS:
+            update[m] = insert[m] = f"s.{m}"
+        self._txn(spark, "merge", name, batch_id)
+        (
+            DeltaTable.forPath(spark, path).alias("t")
+            .merge(latest.alias("s"), cond)
+            .whenMatchedDelete(condition="s._cdc_op = 'd' AND s._cdc_seq > t._cdc_seq")
+            .whenMatchedUpdate(condition="s._cdc_op != 'd' AND s._cdc_seq > t._cdc_seq", set=update)
+            .whenNotMatchedInsert(condition="s._cdc_op != 'd'", values=insert)
+            .execute()
+        )
+
+
+def merge_condition(keys: list[str], bounds: Bounds) -> str:
+    """Target ``t`` and source ``s`` rows match on the keys; the key range only prunes files."""
+    matches = [f"t.{quote(k)} <=> s.{quote(k)}" for k in keys]
+    return " AND ".join(matches + ([range_sql("t", bounds)] if bounds else []))
+
+
+def range_sql(alias: str | None, bounds: Bounds) -> str:
+    prefix = f"{alias}." if alias else ""
+    return " AND ".join(f"{prefix}{quote(k)} BETWEEN {low} AND {high}" for k, low, high in bounds)
+
+
+def seq_literal(seq: tuple[int, int, int]) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.struct(
+        F.lit(seq[0]).cast("bigint").alias("commit_lsn"), F.lit(seq[1]).cast("bigint").alias("lsn"),
+        F.lit(seq[2]).cast("bigint").alias("kafka_offset"),
+    )
+
+
+def _older_than(seq: tuple[int, int, int]) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("_cdc_seq") < seq_literal(seq)
