@@ -50,6 +50,18 @@ POINT = {"type": "record", "name": "Point", "namespace": "io.debezium.data.geome
                     {"name": "srid", "type": ["null", "int"], "default": None}],
          "connect.doc": "Geometry (POINT)", "connect.version": 1, "connect.name": "io.debezium.data.geometry.Point"}
 KAFKA = "org.apache.kafka.connect.data."
+LINE = {"type": "record", "name": "Line", "namespace": "io.debezium.data.geometry",
+        "fields": [{"name": "a", "type": "double"}, {"name": "b", "type": "double"}, {"name": "c", "type": "double"}],
+        "connect.doc": "Geometry (LINE)", "connect.version": 1, "connect.name": "io.debezium.data.geometry.Line"}
+GEOMETRY = {"type": "record", "name": "Geometry", "namespace": "io.debezium.data.geometry",
+            "fields": [{"name": "wkb", "type": "bytes"}, {"name": "srid", "type": ["null", "int"], "default": None},
+                       {"name": "extensions", "type": ["null", {"type": "map", "values": "string"}], "default": None}],
+            "connect.doc": "Geometry", "connect.version": 2, "connect.name": "io.debezium.data.geometry.Geometry"}
+CIRCLE = {"type": "record", "name": "Circle", "namespace": "io.debezium.data.geometry",
+          # Java Avro writes a nested named type's namespace only when it differs from the enclosing one
+          "fields": [{"name": "center", "type": {k: v for k, v in POINT.items() if k != "namespace"}},
+                     {"name": "radius", "type": "double"}],
+          "connect.doc": "Geometry (CIRCLE)", "connect.version": 1, "connect.name": "io.debezium.data.geometry.Circle"}
 
 # (type, typmod, mode label) -> the Avro type of the (optional) column, from AvroData's rules
 EXPECTED: dict[tuple[str, int, str], Any] = {
@@ -90,6 +102,14 @@ EXPECTED: dict[tuple[str, int, str], Any] = {
     ("point", -1, "default"): POINT,
     ("tsvector", -1, "default"): named("string", "io.debezium.data.Tsvector"),
     ("_tsvector", -1, "default"): {"type": "array", "items": named("string", "io.debezium.data.Tsvector")},
+    ("line", -1, "default"): LINE,
+    ("lseg", -1, "default"): GEOMETRY,
+    ("box", -1, "default"): GEOMETRY,
+    ("path", -1, "default"): GEOMETRY,
+    ("polygon", -1, "default"): GEOMETRY,
+    ("circle", -1, "default"): CIRCLE,
+    ("int2vector", -1, "default"): {"type": "array", "items": {"type": "int", "connect.type": "int16"}},
+    ("oidvector", -1, "default"): {"type": "array", "items": "long"},
     ("_date", -1, "default"): {"type": "array", "items": ["null", named("int", "io.debezium.time.Date")]},
     ("_date", -1, "time.precision.mode=connect"): {
         "type": "array", "items": ["null", named("int", KAFKA + "Date", logicalType="date")]},
