@@ -15,7 +15,6 @@ covered by the allow-list (``compare.ALLOWED``, the README's "Differences from D
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,6 @@ MODE_MATRIX: tuple[dict[str, str], ...] = (
 )
 """Each non-default value of each mode property once (the defaults are the CI run)."""
 
-FULL = os.environ.get("COMPAT_FULL") == "1"
 
 
 def test_every_catalog_type_has_values_or_a_reason(stack: StackSettings, unique_name: str, tmp_path: Path) -> None:
@@ -62,8 +60,7 @@ def _mode_id(modes: dict[str, str]) -> str:
 
 @pytest.mark.parametrize(
     "modes",
-    [pytest.param(m, id=_mode_id(m), marks=pytest.mark.skipif(not FULL, reason="make compat-full"))
-     for m in (DEFAULT_MODES, *MODE_MATRIX)],
+    [pytest.param(m, id=_mode_id(m), marks=pytest.mark.compat_full) for m in (DEFAULT_MODES, *MODE_MATRIX)],
 )
 def test_every_type_matches_debezium(stack: StackSettings, unique_name: str, tmp_path: Path,
                                      modes: dict[str, str]) -> None:
