@@ -1,14 +1,20 @@
-"""The streaming loop: PostgreSQL log → Debezium envelopes → Kafka, with offsets committed only
+"""The streaming loop: the source's log → Debezium envelopes → Kafka, with offsets committed only
 for what Kafka acknowledged.
+
+The source (PostgreSQL today) comes from :func:`signaller.sources.registry.open_source`, which builds
+the one ``connector.class`` names; the loop sees only :mod:`signaller.sources.base`'s interfaces and
+stream items (:class:`~signaller.sources.base.TransactionBegin`, the source's change type,
+:class:`~signaller.sources.base.TransactionCommit`, :class:`~signaller.sources.base.SourceMessage`).
 
 Every record goes through the session's :class:`~signaller.runtime.dispatch.EventDispatcher`;
 the loop opens and closes the checkpoint's groups around transactions and heartbeats.
 Commit order, fixed here and nowhere else: ``sink.raise_if_failed()`` then
 ``checkpoint.committable()`` (everything up to the position is in Kafka, acks=all) →
 ``store.commit(offsets)`` (durable) →
-``reader.acknowledge(position)`` (PostgreSQL may drop the WAL). A kill -9 between any two steps
-loses nothing: the stored position is never ahead of Kafka, and the slot never ahead of the
-stored position; on restart PostgreSQL resends every transaction after the stored position.
+``reader.acknowledge(position)`` (the source may release its log; PostgreSQL: drop the WAL).
+A kill -9 between any two steps loses nothing: the stored position is never ahead of Kafka, and
+the source's (the slot's) never ahead of the stored position; on restart the source resends
+every transaction after the stored position.
 """
 
 from __future__ import annotations

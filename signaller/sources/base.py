@@ -1,7 +1,8 @@
 """What a source implements: the interfaces the snapshot engine and the capture loop call.
 
 A source is a database the sidecar captures. It provides three things, each a ``Protocol`` here, and
-a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` implementing them:
+a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` implementing them, bundled
+as a :class:`Source`, plus one entry in ``sources/registry.py`` (its ``connector.class``):
 
 * :class:`LogReader`: the change stream, read from a position, acknowledged as Kafka confirms;
 * :class:`ChunkReader`: the SQL side of an incremental snapshot (maximum key, keyset chunks,
@@ -10,8 +11,12 @@ a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` impl
   row values the stream produces for that table (so READ events and streamed events of one row
   are byte-identical).
 
-Call order in one capture session: the runtime constructs the three (sharing one schema cache, so
-the stream and the chunks describe a table the same way), opens the log reader at the stored
+The log reader yields the neutral stream items declared here (:class:`TransactionBegin`, the source's
+row changes, :class:`TransactionCommit`, :class:`SourceMessage`); the capture loop switches on them.
+
+Call order in one capture session: the registry builds the :class:`Source` (the three sharing one
+schema cache, so the stream and the chunks describe a table the same way), the runtime opens the log
+reader at the stored
 position, and hands the chunk reader and the schema provider to the snapshot engine. Everything is
 called from the capture loop's thread; no implementation needs to be thread-safe.
 

@@ -81,9 +81,8 @@ class PostgresSource(Source[Change]):
                  len(tables), replication.publication_name, replication.slot_name)
         return tables
 
-    def transaction_id(self, xid: int, position: int, /) -> str:
-        """Debezium's PostgreSQL transaction id ``<xid>:<LSN>``."""
-        return postgres_transaction_id(xid, position)
+    transaction_id = staticmethod(postgres_transaction_id)
+    """Debezium's PostgreSQL transaction id ``<xid>:<LSN>`` (the function itself: one call per event)."""
 
     def take_unrepresentable(self) -> dict[tuple[str, str, str], int]:
         """The process-wide unrepresentable-value counts of the PostgreSQL codecs, drained."""
