@@ -1,14 +1,20 @@
-"""The streaming loop: PostgreSQL log → Debezium envelopes → Kafka, with offsets committed only
+"""The streaming loop: the source's log → Debezium envelopes → Kafka, with offsets committed only
 for what Kafka acknowledged.
+
+The source (PostgreSQL today) comes from :func:`signaller.sources.registry.open_source`, which builds
+the one ``connector.class`` names; the loop sees only :mod:`signaller.sources.base`'s interfaces and
+stream items (:class:`~signaller.sources.base.TransactionBegin`, the source's change type,
+:class:`~signaller.sources.base.TransactionCommit`, :class:`~signaller.sources.base.SourceMessage`).
 
 Every record goes through the session's :class:`~signaller.runtime.dispatch.EventDispatcher`;
 the loop opens and closes the checkpoint's groups around transactions and heartbeats.
 Commit order, fixed here and nowhere else: ``sink.raise_if_failed()`` then
 ``checkpoint.committable()`` (everything up to the position is in Kafka, acks=all) →
 ``store.commit(offsets)`` (durable) →
-``reader.acknowledge(position)`` (PostgreSQL may drop the WAL). A kill -9 between any two steps
-loses nothing: the stored position is never ahead of Kafka, and the slot never ahead of the
-stored position; on restart PostgreSQL resends every transaction after the stored position.
+``reader.acknowledge(position)`` (the source may release its log; PostgreSQL: drop the WAL).
+A kill -9 between any two steps loses nothing: the stored position is never ahead of Kafka, and
+the source's (the slot's) never ahead of the stored position; on restart the source resends
+every transaction after the stored position.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from signaller.api.metrics import MetricsRegistry
 from signaller.config import SignallerConfig
-from signaller.errors import SinkError, TerminalSinkError, TransientSinkError, TransientSourceError
+from signaller.errors import SinkError, TerminalSinkError, TransientSinkError
 from signaller.model import format_lsn
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.runtime.dispatch import EventDispatcher
@@ -31,11 +37,8 @@ from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
-from signaller.sources.postgres.catalog import Catalog
-from signaller.sources.postgres.chunks import PostgresChunkReader
-from signaller.sources.postgres.conversion import UNREPRESENTABLE
-from signaller.sources.postgres.reader import Change, LogicalMessage, PostgresLogReader, TxBegin, TxCommit
-from signaller.sources.postgres.schemas import PostgresSchemaProvider
+from signaller.sources.base import LogReader, Source, SourceMessage, TransactionBegin, TransactionCommit
+from signaller.sources.registry import open_source
 from signaller.state import Offsets, OffsetStore, open_store
 
 log = logging.getLogger("signaller.capture")
@@ -73,7 +76,7 @@ class CaptureLoop:
     """
 
     def __init__(self, config: SignallerConfig, store: OffsetStore | None = None,
-                 on_change: Callable[[Change], None] | None = None, control: SidecarControl | None = None,
+                 on_change: Callable[[Any], None] | None = None, control: SidecarControl | None = None,
                  metrics: MetricsRegistry | None = None) -> None:
         self.config = config
         self.control = control
@@ -89,49 +92,31 @@ class CaptureLoop:
         returns from ``run``."""
         self._stopping = True
 
-    # -- set-up ---------------------------------------------------------------------------
-    def _prepare_source(self, catalog: Catalog) -> list[Any]:
-        config = self.config
-        catalog.check_logical_decoding()
-        tables = [t for t in catalog.tables() if config.is_table_captured(t.schema, t.table)]
-        replication = config.replication
-        catalog.ensure_publication(replication.publication_name, replication.publication_autocreate_mode.value, tables)
-        slot = catalog.ensure_slot(replication.slot_name)
-        if slot.active_pid is not None:
-            msg = (f"replication slot {replication.slot_name!r} is in use by PostgreSQL backend pid {slot.active_pid} "
-                   "(another signaller or Debezium?); will retry")
-            raise TransientSourceError(msg)
-        log.info("capturing %d table(s) through publication %s and slot %s",
-                 len(tables), replication.publication_name, replication.slot_name)
-        return tables
-
     def run(self) -> None:
         """Stream until ``stop()`` or an error: check the source, load the offsets, resume the log after them, and on
         the way out (also after an error) commit what Kafka acknowledged and close every connection. Raises the error
         that ended the session (``TransientError`` for what is worth retrying)."""
         config = self.config
-        catalog = Catalog(config.database.libpq_dsn())
-        reader = PostgresLogReader(config, catalog)
+        source = self._source = open_source(config)
+        reader = source.log
         sink = KafkaSink(config.producer_config(), TopicManager(
             config.kafka_client_config(), config.kafka.topic_creation_default_partitions,
             config.kafka.topic_creation_default_replication_factor), config.events.failure_handling_mode.value)
         checkpoint = Checkpoint(on_failure=sink.delivery_failed)
         dispatcher = self._dispatcher = EventDispatcher(config, sink, checkpoint, self.stats,
+                                                        transaction_id=source.transaction_id,
                                                         count_by_table=self.metrics is not None,
                                                         on_change=self._on_change)
         from signaller.runtime.snapshots import SnapshotCoordinator
 
         # The snapshot's side of the source: its own connection for chunks and watermarks, and the
         # schema provider on the reader's schema cache (one cache for stream and chunks).
-        chunks = PostgresChunkReader(config.database.libpq_dsn(), config.snapshot.signal_data_collection,
-                                     config.snapshot.watermarking_strategy.value)
-        schemas = PostgresSchemaProvider(config, catalog, reader.relations)
-        snapshots = SnapshotCoordinator(config, chunks, schemas, dispatcher, checkpoint, self.control,
+        snapshots = SnapshotCoordinator(config, source.chunks, source.schemas, dispatcher, checkpoint, self.control,
                                         commit_now=lambda: self._commit(reader, sink, checkpoint, final=True),
                                         status_changed=lambda: self._publish_status(snapshots))
         self._snapshots = snapshots
         try:
-            tables = self._prepare_source(catalog)
+            tables = source.prepare()
             offsets = self.store.load()
             start = offsets.lsn if offsets else 0
             self.stats.committed_lsn = start
@@ -152,12 +137,13 @@ class CaptureLoop:
                 snapshots.close()
                 reader.close()
                 sink.close(5)
-                catalog.close()
+                source.close()
 
     # -- the loop -------------------------------------------------------------------------
-    def _stream(self, reader: PostgresLogReader, sink: KafkaSink, checkpoint: Checkpoint,
+    def _stream(self, reader: LogReader[Any], sink: KafkaSink, checkpoint: Checkpoint,
                 dispatcher: EventDispatcher, snapshots: Any) -> None:
         config = self.config
+        change_type = self._source.change_type
         flush_every = max(0.05, config.offsets.flush_interval_ms / 1000)
         heartbeat_every = config.streaming.heartbeat_interval_ms / 1000
         next_flush = next_heartbeat = time.monotonic()
@@ -165,27 +151,27 @@ class CaptureLoop:
         while not self._stopping:
             items = reader.poll(config.streaming.max_batch_size, config.streaming.poll_interval_ms / 1000)
             for item in items:
-                if type(item) is Change:
+                if type(item) is change_type:
                     snapshots.on_change(item)
                     dispatcher.streamed(item)
-                elif type(item) is TxBegin:
+                elif type(item) is TransactionBegin:
                     in_tx = True
                     checkpoint.begin()
                     snapshots.on_begin()
                     dispatcher.transaction_begin(item)
-                elif type(item) is TxCommit:
+                elif type(item) is TransactionCommit:
                     dispatcher.transaction_end(item)
                     checkpoint.close_group(item.end_lsn, snapshots.on_commit(item.end_lsn))
                     in_tx = False
                     self.stats.transactions += 1
                     self.stats.last_commit_ts_us = item.commit_ts_us
-                elif isinstance(item, LogicalMessage):
+                elif isinstance(item, SourceMessage):
                     snapshots.on_message(item, item.last_commit_lsn)
             sink.poll(0)
             if not in_tx:
                 if sink.skipped:
                     self._report_skipped(sink, snapshots)
-                snapshots.tick(reader.wal_end, reader.last_commit_lsn)
+                snapshots.tick(reader.stream_end, reader.last_commit)
             now = time.monotonic()
             if heartbeat_every and now >= next_heartbeat and not in_tx:
                 self._heartbeat(reader, checkpoint, dispatcher)
@@ -206,14 +192,14 @@ class CaptureLoop:
                 lsn=format_lsn(record.lsn) if record.lsn is not None else "", size=str(record.size),
                 limit=str(record.limit), limit_setting=record.limit_setting))
 
-    def _heartbeat(self, reader: PostgresLogReader, checkpoint: Checkpoint, dispatcher: EventDispatcher) -> None:
+    def _heartbeat(self, reader: LogReader[Any], checkpoint: Checkpoint, dispatcher: EventDispatcher) -> None:
         """A heartbeat record; once delivered, the offset may move to the server's WAL position
         even if no captured table changed, so an idle database does not pin WAL."""
         checkpoint.begin()
         dispatcher.heartbeat()
-        checkpoint.close_group(max(reader.wal_end, self.stats.committed_lsn))
+        checkpoint.close_group(max(reader.stream_end, self.stats.committed_lsn))
 
-    def _commit(self, reader: PostgresLogReader, sink: KafkaSink, checkpoint: Checkpoint, final: bool = False) -> None:
+    def _commit(self, reader: LogReader[Any], sink: KafkaSink, checkpoint: Checkpoint, final: bool = False) -> None:
         if final:
             checkpoint.drain(10, sink.flush)
         sink.raise_if_failed()  # nothing after a failed delivery is ever committed
@@ -232,13 +218,14 @@ class CaptureLoop:
     _stalled_since: float | None = None
     _committed_state: SnapshotState | None = None
     _snapshots: Any = None
+    _source: Source[Any]
 
     def _publish_status(self, snapshots: Any) -> None:
         if self.metrics is not None:
             if self._dispatcher is not None:
                 for (table, op), count in self._dispatcher.take_event_counts().items():
                     self.metrics.count_events(table, op, count)
-            for (table, column, kind), count in UNREPRESENTABLE.drain().items():
+            for (table, column, kind), count in self._source.take_unrepresentable().items():
                 self.metrics.count_unrepresentable(table, column, kind, count)
             if self.stats.last_commit_ts_us:
                 self.metrics.acknowledged(self.stats.committed_lsn, self.stats.last_commit_ts_us / 1e6)

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 
-from signaller.errors import SignallerError, SourceError
+from signaller.errors import SignallerError, SourceError, TransientError
 
 if TYPE_CHECKING:
     import httpx
@@ -347,35 +347,18 @@ def _deliver_kafka(settings: SignallerConfig, signal: dict[str, Any]) -> str:
 
 
 def _deliver_source(settings: SignallerConfig, signal: dict[str, Any]) -> str:
-    """INSERT (id, type, data) into ``signal.data.collection``, committed."""
-    import psycopg2
-
-    from signaller.sources.postgres.sqltext import quote_ident, quote_literal
+    """INSERT (id, type, data) into ``signal.data.collection``, committed (the source's signal writer)."""
+    from signaller.sources.registry import write_signal
 
     table = settings.snapshot.signal_data_collection
     if table is None:
         raise _Undelivered("signal.data.collection is not set: the source channel needs the signal table")
-    # Written whole and run without parameters: psycopg2 would read a '%' in the table's name as a placeholder.
     try:
-        values = ", ".join(quote_literal(value) for value in (signal["id"], signal["type"], json.dumps(signal["data"])))
-        target = f"{quote_ident(table.schema)}.{quote_ident(table.table)}"
+        write_signal(settings, table, signal)
+    except TransientError as exc:
+        raise _Undelivered(str(exc)) from exc
     except SourceError as exc:
-        raise _Refused(f"cannot write the signal to {table}: {exc}") from exc
-    statement = f"INSERT INTO {target} (id, type, data) VALUES ({values})"
-    try:
-        connection = psycopg2.connect(settings.database.libpq_dsn(connect_timeout="10"))
-    except psycopg2.Error as exc:
-        raise _Undelivered(f"cannot connect to PostgreSQL at {settings.database.hostname}:"
-                           f"{settings.database.port}: {str(exc).strip()}") from exc
-    try:
-        with connection, connection.cursor() as cursor:
-            cursor.execute(statement)
-    except psycopg2.OperationalError as exc:
-        raise _Undelivered(f"lost PostgreSQL while writing to {table}: {str(exc).strip()}") from exc
-    except psycopg2.Error as exc:
-        raise _Refused(f"PostgreSQL refused the row in {table}: {str(exc).strip()}") from exc
-    finally:
-        connection.close()
+        raise _Refused(str(exc)) from exc
     return f"the signal table {table}"
 
 

@@ -26,18 +26,67 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from signaller.config import SignallerConfig
-from signaller.model import Op
+from signaller.model import ChangeEvent, Op, TableId, TableSchema
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.sinks.kafka import KafkaSink
 from signaller.sinks.subjects import RegistrySubjects
 from signaller.snapshot.notifications import Notification
-from signaller.sources.postgres.reader import Change, RelationPlan, TxBegin, TxCommit
+from signaller.sources.base import TransactionBegin, TransactionCommit
 from signaller.wire.avro_serializer import AvroRecordSerializer, AvroTableSerializer
-from signaller.wire.envelope import EnvelopeSerializer
-from signaller.wire.records import postgres_transaction_id, transaction_block
+from signaller.wire.columns import ColumnCodec
+from signaller.wire.envelope import EnvelopeSerializer, RowChange
+from signaller.wire.records import transaction_block
 from signaller.wire.serializer import RecordSerializer
 
-__all__ = ["EventCounter", "EventDispatcher"]
+__all__ = ["DispatchedChange", "EventCounter", "EventDispatcher", "RowPlan", "TransactionId"]
+
+TransactionId = Callable[[int, int], str]
+"""The source's Debezium transaction id text for ``(xid, log position)`` (``Source.transaction_id``)."""
+
+
+class RowPlan(Protocol):
+    """How a source built a change's rows (one per table version; compared by identity): the table, its
+    schema and column codecs (what the serializer is built from) and the rows' columns in order."""
+
+    @property
+    def table_id(self) -> TableId:
+        """The table."""
+        ...
+
+    @property
+    def schema(self) -> TableSchema:
+        """The table's schema (captured columns only)."""
+        ...
+
+    @property
+    def codecs(self) -> dict[str, ColumnCodec]:
+        """Each captured column's codec."""
+        ...
+
+    @property
+    def row_columns(self) -> tuple[str, ...]:
+        """The keys of the rows' ``before``/``after`` dicts, in order."""
+        ...
+
+
+class DispatchedChange(RowChange, Protocol):
+    """A row change as a source hands it to the dispatcher: the serializer's :class:`RowChange` with
+    the plan its rows were built with and its event."""
+
+    @property
+    def plan(self) -> RowPlan:
+        """The plan of the change's rows."""
+        ...
+
+    @property
+    def table(self) -> TableId:
+        """The change's table."""
+        ...
+
+    @property
+    def event(self) -> ChangeEvent:
+        """The change as a ``ChangeEvent``."""
+        ...
 
 
 class EventCounter(Protocol):
@@ -60,34 +109,35 @@ class _TableOutput:
 
     __slots__ = ("name", "plan", "rows_match", "serializer", "topic")
 
-    def __init__(self, plan: RelationPlan, serializer: EnvelopeSerializer | AvroTableSerializer, topic: str) -> None:
+    def __init__(self, plan: RowPlan, serializer: EnvelopeSerializer | AvroTableSerializer, topic: str) -> None:
         self.plan = plan
         self.serializer = serializer
         self.topic = topic
         self.name = str(plan.table_id)
-        self.rows_match = tuple(slot[1] for slot in plan.slots) == serializer.value_names
+        self.rows_match = plan.row_columns == serializer.value_names
 
 
 class _TransactionMetadata:
     """Counts of the current transaction's events, for its ``transaction`` blocks and END record."""
 
-    __slots__ = ("per_table", "total", "xid")
+    __slots__ = ("per_table", "total", "transaction_id", "xid")
 
-    def __init__(self) -> None:
+    def __init__(self, transaction_id: TransactionId) -> None:
+        self.transaction_id = transaction_id
         self.xid = 0
         self.total = 0
         self.per_table: dict[str, int] = {}
 
-    # Debezium's PostgreSQL transaction ids are ``<xid>:<LSN of the message>``: the BEGIN record's
-    # LSN is the BEGIN message's, each event's its own, the END record's the COMMIT message's (the
-    # transaction's end LSN). Only the xid is the same throughout a transaction.
+    # A transaction id is the source's text for (xid, a position): the BEGIN record's position is the
+    # begin's, each event's its own, the END record's the commit's end position (PostgreSQL:
+    # ``<xid>:<LSN of the message>``). Only the xid is the same throughout a transaction.
     def begin(self, xid: int) -> None:
         self.xid, self.total, self.per_table = xid, 0, {}
 
     def block(self, table: str, lsn: int | None) -> dict[str, Any]:
         self.total += 1
         self.per_table[table] = self.per_table.get(table, 0) + 1
-        return transaction_block(postgres_transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
+        return transaction_block(self.transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
 
 
 def _record_serializer(config: SignallerConfig) -> RecordSerializer | AvroRecordSerializer:
@@ -110,12 +160,14 @@ class EventDispatcher:
     """Renders and sends every record of one capture session (see the module docstring).
 
     ``stats.events`` counts the change events sent; with ``count_by_table`` the dispatcher also
-    counts them per (table, op) for :meth:`take_event_counts`. ``on_change`` (tests, tools) is
+    counts them per (table, op) for :meth:`take_event_counts`. ``transaction_id`` is the source's
+    transaction id text (``Source.transaction_id``). ``on_change`` (tests, tools) is
     called after each change event was handed to the sink.
     """
 
     def __init__(self, config: SignallerConfig, sink: KafkaSink, checkpoint: Checkpoint, stats: EventCounter, *,
-                 count_by_table: bool = False, on_change: Callable[[Change], None] | None = None) -> None:
+                 transaction_id: TransactionId, count_by_table: bool = False,
+                 on_change: Callable[[Any], None] | None = None) -> None:
         self._config = config
         self._sink = sink
         self._checkpoint = checkpoint
@@ -126,13 +178,14 @@ class EventDispatcher:
         self._serializer = _record_serializer(config)
         self._outputs: dict[int, _TableOutput] = {}
         self._tombstones = config.events.tombstones_on_delete
-        self._tx = _TransactionMetadata() if config.events.provide_transaction_metadata else None
+        self._transaction_id = transaction_id
+        self._tx = _TransactionMetadata(transaction_id) if config.events.provide_transaction_metadata else None
         channels = {c.value for c in config.notifications.enabled_channels}
         self.notification_topic = config.notifications.sink_topic_name if "sink" in channels else None
         """The topic of notification records; None when the ``sink`` notification channel is off."""
 
     # -- row events -----------------------------------------------------------------------
-    def streamed(self, change: Change) -> None:
+    def streamed(self, change: DispatchedChange) -> None:
         """A change read from the log, inside its transaction (its ``transaction`` block, when
         transaction metadata is on, counts it)."""
         plan = change.plan
@@ -142,7 +195,7 @@ class EventDispatcher:
         tx = self._tx
         self._row(change, output, tx.block(output.name, change.lsn) if tx is not None else None)
 
-    def read(self, change: Change) -> None:
+    def read(self, change: DispatchedChange) -> None:
         """A snapshot READ row (never part of a transaction's metadata)."""
         plan = change.plan
         output = self._outputs.get(id(plan))
@@ -150,12 +203,12 @@ class EventDispatcher:
             output = self._output(plan)
         self._row(change, output, None)
 
-    def _output(self, plan: RelationPlan) -> _TableOutput:
+    def _output(self, plan: RowPlan) -> _TableOutput:
         serializer = self._serializer.table(plan.schema, plan.codecs)
         output = self._outputs[id(plan)] = _TableOutput(plan, serializer, self._config.topics.topic_for(plan.table_id))
         return output
 
-    def _row(self, change: Change, output: _TableOutput, block: dict[str, Any] | None) -> None:
+    def _row(self, change: DispatchedChange, output: _TableOutput, block: dict[str, Any] | None) -> None:
         serializer = output.serializer
         if output.rows_match:
             key, value = serializer.serialize(change, ts_us_now=_now_us(), transaction=block)
@@ -181,22 +234,22 @@ class EventDispatcher:
         return counts
 
     # -- other records --------------------------------------------------------------------
-    def transaction_begin(self, item: TxBegin) -> None:
+    def transaction_begin(self, item: TransactionBegin) -> None:
         """A transaction began: its BEGIN record, when transaction metadata is on."""
         tx = self._tx
         if tx is None:
             return
         tx.begin(item.xid)
-        tx_id = postgres_transaction_id(item.xid, item.begin_lsn)
+        tx_id = self._transaction_id(item.xid, item.begin_lsn)
         key, value = self._serializer.transaction_begin(tx_id, item.commit_ts_us // 1000)
         self._send(self._config.topics.transaction_topic, key, value)
 
-    def transaction_end(self, item: TxCommit) -> None:
+    def transaction_end(self, item: TransactionCommit) -> None:
         """A transaction committed: its END record (event counts per table), when transaction metadata is on."""
         tx = self._tx
         if tx is None:
             return
-        tx_id = postgres_transaction_id(item.xid, item.end_lsn)
+        tx_id = self._transaction_id(item.xid, item.end_lsn)
         self._send(self._config.topics.transaction_topic, *self._serializer.transaction_end(
             tx_id, item.commit_ts_us // 1000, tx.total, sorted(tx.per_table.items())))
 

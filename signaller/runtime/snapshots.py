@@ -57,7 +57,7 @@ from signaller.config import SignallerConfig
 from signaller.errors import SignalError, SinkError, is_transient
 from signaller.model import TableId
 from signaller.runtime.checkpoint import Checkpoint
-from signaller.runtime.dispatch import EventDispatcher
+from signaller.runtime.dispatch import DispatchedChange, EventDispatcher
 from signaller.signals.channels import HttpSignalChannel, SignalChannelReader, SignalTableChannel
 from signaller.signals.model import ExecuteSnapshot, Signal, SignalOutcome, WindowMarker
 from signaller.signals.values import unexpected_reason
@@ -65,8 +65,7 @@ from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.engine import IncrementalSnapshotter
 from signaller.snapshot.state import SnapshotState
-from signaller.sources.base import ChunkReader, TableSchemaProvider
-from signaller.sources.postgres.reader import Change, LogicalMessage
+from signaller.sources.base import ChunkReader, SourceMessage, TableSchemaProvider
 from signaller.state import Offsets
 
 log = logging.getLogger("signaller.snapshots")
@@ -75,7 +74,7 @@ log = logging.getLogger("signaller.snapshots")
 class SnapshotCoordinator:
     """Owns the engine, the signal channels and the control queue for one capture session."""
 
-    def __init__(self, config: SignallerConfig, chunks: ChunkReader, schemas: TableSchemaProvider[Change],
+    def __init__(self, config: SignallerConfig, chunks: ChunkReader, schemas: TableSchemaProvider[DispatchedChange],
                  dispatcher: EventDispatcher, checkpoint: Checkpoint, control: SidecarControl | None,
                  commit_now: Callable[[], None] | None = None,
                  status_changed: Callable[[], None] | None = None) -> None:
@@ -166,7 +165,7 @@ class SnapshotCoordinator:
         self._last_end_lsn = end_lsn
         return self.engine.state
 
-    def on_change(self, change: Change) -> None:
+    def on_change(self, change: DispatchedChange) -> None:
         """Before a streamed change is sent: signal-table rows are signals or watermarks; every
         change deduplicates the open window."""
         if self._signal_table is not None and change.table == self._signal_table:
@@ -174,7 +173,7 @@ class SnapshotCoordinator:
             return
         self.engine.on_stream_change(change)
 
-    def on_message(self, message: LogicalMessage, last_commit_lsn: int | None) -> None:
+    def on_message(self, message: SourceMessage, last_commit_lsn: int | None) -> None:
         """A logical-decoding message of the sidecar (a watermark, ``read.only`` off): any content that
         is not ``{"id": <text>, "type": ..., "data": {...}}`` is logged and ignored, never raised."""
         try:
@@ -189,7 +188,7 @@ class SnapshotCoordinator:
             return
         self.engine.on_marker(marker, (last_commit_lsn, message.lsn))
 
-    def _on_signal_row(self, change: Change) -> None:
+    def _on_signal_row(self, change: DispatchedChange) -> None:
         """A change of the signal table: a watermark goes to the engine; a signal is applied at once, at
         its place in the stream (inside its transaction's Kafka group)."""
         event = change.event

@@ -1,7 +1,8 @@
 """What a source implements: the interfaces the snapshot engine and the capture loop call.
 
 A source is a database the sidecar captures. It provides three things, each a ``Protocol`` here, and
-a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` implementing them:
+a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` implementing them, bundled
+as a :class:`Source`, plus one entry in ``sources/registry.py`` (its ``connector.class``):
 
 * :class:`LogReader`: the change stream, read from a position, acknowledged as Kafka confirms;
 * :class:`ChunkReader`: the SQL side of an incremental snapshot (maximum key, keyset chunks,
@@ -10,8 +11,12 @@ a new database (MySQL/MariaDB) is a new folder beside ``sources/postgres/`` impl
   row values the stream produces for that table (so READ events and streamed events of one row
   are byte-identical).
 
-Call order in one capture session: the runtime constructs the three (sharing one schema cache, so
-the stream and the chunks describe a table the same way), opens the log reader at the stored
+The log reader yields the neutral stream items declared here (:class:`TransactionBegin`, the source's
+row changes, :class:`TransactionCommit`, :class:`SourceMessage`); the capture loop switches on them.
+
+Call order in one capture session: the registry builds the :class:`Source` (the three sharing one
+schema cache, so the stream and the chunks describe a table the same way), the runtime opens the log
+reader at the stored
 position, and hands the chunk reader and the schema provider to the snapshot engine. Everything is
 called from the capture loop's thread; no implementation needs to be thread-safe.
 
@@ -210,8 +215,54 @@ class ChunkReader(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TransactionBegin:
+    """A stream item: a transaction begins; its row changes follow, then its :class:`TransactionCommit`.
+
+    Positions are the source's log positions (the model's ``*_lsn`` vocabulary; PostgreSQL: LSNs).
+    ``xid`` is the source's transaction number, ``commit_lsn`` the position of its commit,
+    ``commit_ts_us`` its commit time (µs since the epoch), ``last_commit_lsn`` the end position of
+    the transaction before it (Debezium's ``lastCommitLsn``; None before the first one of a session
+    that started from the source's own position), ``begin_lsn`` the position of this begin.
+    Immutable: a streamed change refers to its transaction's begin, and the capture loop caches
+    per-transaction values on it."""
+
+    xid: int
+    commit_lsn: int
+    commit_ts_us: int
+    last_commit_lsn: int | None = None
+    begin_lsn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCommit:
+    """A stream item: the transaction ``xid`` ended. Once everything before it is in Kafka,
+    ``end_lsn`` is a position a restart may resume after (what the capture loop commits)."""
+
+    xid: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMessage:
+    """A stream item: a transactional message the sidecar wrote into the log itself (its watermarks
+    when no signal table is configured; PostgreSQL: a logical decoding message with the sidecar's
+    prefix). ``content`` is the message body, ``lsn`` its position, ``last_commit_lsn`` as in
+    :class:`TransactionBegin`."""
+
+    prefix: str
+    content: bytes
+    lsn: int
+    last_commit_lsn: int | None = None
+
+
 class LogReader(Protocol[ItemT_co]):
     """The change stream: row changes and transaction boundaries, in commit order.
+
+    Items are :class:`TransactionBegin`, the transaction's row changes (the source's
+    :class:`SourceChange` type), :class:`TransactionCommit`, and :class:`SourceMessage` items.
 
     Lifecycle: :meth:`open` → repeated :meth:`poll` → :meth:`acknowledge` as Kafka confirms →
     :meth:`close`. Positions are the source's, as integers ordered like the log (PostgreSQL: the
@@ -230,6 +281,18 @@ class LogReader(Protocol[ItemT_co]):
         transactions in commit order, across calls."""
         ...
 
+    @property
+    def stream_end(self) -> int:
+        """The newest log position the source reported (PostgreSQL: the server's WAL end), 0 before
+        the first poll: where an idle stream may move its offset once a heartbeat is in Kafka."""
+        ...
+
+    @property
+    def last_commit(self) -> int | None:
+        """The end position of the newest transaction fully read (Debezium's ``lastCommitLsn``);
+        None before the first one of a session that started from the source's own position."""
+        ...
+
     def acknowledge(self, position: int, /) -> None:
         """Everything up to ``position`` is durable downstream: the source may release its log up to
         there. The only call that moves the source's durable position."""
@@ -237,4 +300,58 @@ class LogReader(Protocol[ItemT_co]):
 
     def close(self) -> None:
         """Close the stream's connection, if any; never raises, and ``open`` may be called again."""
+        ...
+
+
+class Source(Protocol[ChangeT_co]):
+    """One capture session's source: its log reader, chunk reader and schema provider (built together,
+    sharing one schema cache) and what the capture loop and the wire format need from it.
+
+    Built by :func:`signaller.sources.registry.open_source` from the configuration (which may connect
+    to the database); the capture loop calls :meth:`prepare`, opens :attr:`log`, hands :attr:`chunks`
+    and :attr:`schemas` to the snapshot engine, and calls :meth:`close` last. One session only: a new
+    session builds a new source. Holds no state a restart needs.
+    """
+
+    @property
+    def change_type(self) -> type[ChangeT_co]:
+        """The class of the row changes :attr:`log` yields (the capture loop tells items apart by
+        exact type: ``type(item) is change_type``)."""
+        ...
+
+    @property
+    def log(self) -> LogReader[Any]:
+        """The change stream: yields :attr:`change_type` changes, :class:`TransactionBegin`,
+        :class:`TransactionCommit` and :class:`SourceMessage` items."""
+        ...
+
+    @property
+    def chunks(self) -> ChunkReader:
+        """The snapshot's side of the source (its own connection); the snapshot coordinator closes it."""
+        ...
+
+    @property
+    def schemas(self) -> TableSchemaProvider[ChangeT_co]:
+        """The tables as they are now, on the log reader's schema cache."""
+        ...
+
+    def prepare(self) -> list[TableId]:
+        """Check the source can be captured and set up what streaming needs (PostgreSQL: logical
+        decoding, the publication, the replication slot); the captured tables, sorted. Raises
+        ``SourceError`` (transient when worth a new session, e.g. a slot in use)."""
+        ...
+
+    def transaction_id(self, xid: int, position: int, /) -> str:
+        """Debezium's transaction id text for transaction ``xid`` at log ``position`` (the begin's, an
+        event's or the commit's end position), as this connector writes it. Pure."""
+        ...
+
+    def take_unrepresentable(self) -> dict[tuple[str, str, str], int]:
+        """The values replaced by their column's fallback since the last call, counted per
+        ``(table, column, kind)`` (the ``unrepresentable`` metric); resets the counts."""
+        ...
+
+    def close(self) -> None:
+        """Close the source's own connections (not :attr:`log`'s or :attr:`chunks`', which their users
+        close); never raises."""
         ...

@@ -8,7 +8,7 @@ otherwise.
 
 * heartbeats: :func:`heartbeat_key` ``{serverName}``, :func:`heartbeat_value` ``{ts_ms}``;
 * transaction boundaries: :func:`transaction_key`, :func:`transaction_begin_value`,
-  :func:`transaction_end_value`, ids from :func:`postgres_transaction_id`, and a data event's
+  :func:`transaction_end_value` (ids are the source's text, ``Source.transaction_id``), and a data event's
   ``transaction`` block from :func:`transaction_block`;
 * notifications: :func:`notification_key` ``{id}``, :func:`notification_value`
   ``{id, type, aggregate_type, additional_data, timestamp}``.
@@ -36,7 +36,6 @@ __all__ = [
     "heartbeat_value",
     "notification_key",
     "notification_value",
-    "postgres_transaction_id",
     "transaction_begin_value",
     "transaction_block",
     "transaction_end_value",
@@ -62,11 +61,6 @@ def heartbeat_key(topic_prefix: str, *, schemas_enable: bool = True) -> bytes:
 def heartbeat_value(ts_ms: int, *, schemas_enable: bool = True) -> bytes:
     """Heartbeat record value ``{ts_ms: <now in ms>}`` (``Heartbeat`` v1)."""
     return record(_HEARTBEAT_VALUE_PREFIX if schemas_enable else None, {"ts_ms": ts_ms})
-
-
-def postgres_transaction_id(tx_id: int, lsn: int) -> str:
-    """Debezium's PostgreSQL transaction id ``<txId>:<LSN>`` (both as decimal numbers)."""
-    return f"{tx_id}:{lsn}"
 
 
 def transaction_block(transaction_id: str, total_order: int, data_collection_order: int) -> dict[str, Any]:

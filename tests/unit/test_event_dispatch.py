@@ -21,6 +21,7 @@ from signaller.runtime.dispatch import EventDispatcher
 from signaller.snapshot import notifications as notes
 from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.reader import Change, RelationPlan, TxBegin, TxCommit, make_plan, row_from_tuple
+from signaller.sources.postgres.source import postgres_transaction_id
 from signaller.wire.envelope import EnvelopeSerializer
 from signaller.wire.records import (
     heartbeat_key,
@@ -150,7 +151,8 @@ class RecordingSink:
 def dispatcher_for(**properties: str) -> tuple[EventDispatcher, RecordingSink, Checkpoint, CaptureStats]:
     config = config_from_mapping({**BASE, "skipped.operations": "none", **properties})
     sink, checkpoint, stats = RecordingSink(), Checkpoint(), CaptureStats()
-    dispatcher = EventDispatcher(config, sink, checkpoint, stats, count_by_table=True)  # type: ignore[arg-type]
+    dispatcher = EventDispatcher(config, sink, checkpoint, stats,  # type: ignore[arg-type]
+                                 transaction_id=postgres_transaction_id, count_by_table=True)
     return dispatcher, sink, checkpoint, stats
 
 

@@ -17,13 +17,13 @@ import pytest
 from signaller.errors import TerminalSinkError
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.sources.postgres.source import postgres_transaction_id
 from signaller.wire.envelope import DEBEZIUM_VERSION, ChangeEventSerializer, EnvelopeSerializer
 from signaller.wire.jackson import dumps
 from signaller.wire.numbers import JavaDouble
 from signaller.wire.records import (
     heartbeat_key,
     heartbeat_value,
-    postgres_transaction_id,
     transaction_begin_value,
     transaction_block,
     transaction_end_value,

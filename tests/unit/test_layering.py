@@ -7,7 +7,13 @@
   ``signaller.errors``;
 * the snapshot engine (``signaller/snapshot/``) reaches a source only through
   ``signaller.sources.base``: it never imports ``signaller.sources.postgres`` (or any other source's
-  folder) nor a database driver.
+  folder) nor a database driver;
+* the runtime (``signaller/runtime/``: the capture loop, the dispatcher, the CLI) reaches a source only
+  through ``signaller.sources.base`` and ``signaller.sources.registry`` (``connector.class`` → source),
+  and imports no database driver;
+* ``signaller/wire/`` holds no PostgreSQL name in its code (transaction ids come from the source), and
+  the Debezium connector identifier ``postgresql`` only in the ``source`` block's constants
+  (:data:`WIRE_SOURCE_BLOCK_CONSTANTS`), until the source block is the source's too.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ SNAPSHOT_MAY_IMPORT = (
     "signaller.sources.base", "signaller.model", "signaller.errors", "signaller.config", "signaller.signals",
     "signaller.patterns", "signaller.snapshot", "signaller.wire",
 )
+RUNTIME_MAY_IMPORT_FROM_SOURCES = ("signaller.sources.base", "signaller.sources.registry")
+DATABASE_DRIVERS = ("psycopg2", "psycopg", "pymysql", "MySQLdb", "mysql", "mariadb")
+WIRE_SOURCE_BLOCK_CONSTANTS = {("connect.py", "SOURCE_SCHEMA"), ("_fast.py", "CONNECTOR")}
 IO_LIBRARIES = ("psycopg2", "confluent_kafka", "socket", "http", "urllib", "requests", "httpx", "fastapi", "uvicorn")
 
 
@@ -98,6 +107,60 @@ def test_source_interfaces_import_only_model_and_errors() -> None:
 def test_snapshot_engine_reaches_sources_only_through_their_interfaces() -> None:
     forbidden = ("signaller.sources.postgres", "signaller.runtime", "signaller.sinks", *IO_LIBRARIES)
     assert violations("snapshot", allowed=SNAPSHOT_MAY_IMPORT, forbidden=forbidden) == []
+
+
+def test_runtime_reaches_sources_only_through_their_interfaces_and_the_registry() -> None:
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} -> {name}"
+        for path in sorted((PACKAGE / "runtime").rglob("*.py"))
+        for line, name in imports_of(path, PACKAGE.parent)
+        if (_within(name, "signaller.sources") and name != "signaller.sources"
+            and not any(_within(name, prefix) for prefix in RUNTIME_MAY_IMPORT_FROM_SOURCES))
+        or any(_within(name, driver) for driver in DATABASE_DRIVERS)
+    ]
+    assert found == []
+
+
+def _code_strings_and_names(tree: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """Every string constant that is not a docstring, and every defined or used name, of ``tree``."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            docstrings.add(id(node.value))  # attribute docstrings
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node, node.value
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node, node.name
+        elif isinstance(node, ast.Name):
+            yield node, node.id
+        elif isinstance(node, ast.Attribute):
+            yield node, node.attr
+        elif isinstance(node, ast.alias):
+            yield node, node.asname or node.name
+
+
+def test_wire_names_postgresql_only_in_the_source_block_constants() -> None:
+    """The wire format is the connectors' common one: a PostgreSQL-only value (the transaction id
+    format, ...) is the source's, passed in; the ``source`` block's constants are the one exception left."""
+    found: set[tuple[str, str]] = set()
+    for path in sorted((PACKAGE / "wire").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        owners = {
+            id(child): target.id
+            for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+            for target in ([node.target] if isinstance(node, ast.AnnAssign) else node.targets)
+            if isinstance(target, ast.Name)
+            for child in ast.walk(node)
+        }
+        for node, text in _code_strings_and_names(tree):
+            if "postgres" in text.lower():
+                found.add((path.name, owners.get(id(node), f"line {getattr(node, 'lineno', '?')}: {text}")))
+    assert found == WIRE_SOURCE_BLOCK_CONSTANTS
 
 
 def test_checker_sees_every_import_form(tmp_path: Path) -> None:

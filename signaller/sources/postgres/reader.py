@@ -26,7 +26,7 @@ import psycopg2.extras
 
 from signaller.config import CaptureSection, SignallerConfig, TypeSection
 from signaller.model import ChangeEvent, Op, TableId, TableSchema, format_lsn
-from signaller.sources.base import LogReader
+from signaller.sources.base import LogReader, SourceMessage, TransactionBegin, TransactionCommit
 from signaller.sources.postgres import pgoutput
 from signaller.sources.postgres.catalog import Catalog, translate
 from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
@@ -51,20 +51,21 @@ class RelationPlan:
     slots: tuple[tuple[int, str, Callable[[str], Any], Any], ...]
     key_names: tuple[str, ...]
 
+    @property
+    def row_columns(self) -> tuple[str, ...]:
+        """The columns of the rows this plan builds, in order (the keys of ``before``/``after``)."""
+        return tuple(slot[1] for slot in self.slots)
 
-@dataclass(frozen=True, slots=True)
-class TxBegin:
-    """Start of a transaction. ``last_commit_lsn`` is the end LSN of the transaction before it
-    (Debezium's ``lastCommitLsn``, ``source.sequence[0]``: the position of the previous COMMIT
-    message; None before the first one of a session that started from the slot's position).
-    ``begin_lsn`` is the position of this BEGIN message (Debezium's BEGIN record id is
-    ``<xid>:<begin_lsn>``). Immutable: the capture loop caches per-transaction JSON on it."""
 
-    xid: int
-    commit_lsn: int
-    commit_ts_us: int
-    last_commit_lsn: int | None = None
-    begin_lsn: int = 0
+TxBegin = TransactionBegin
+"""PostgreSQL's name for :class:`~signaller.sources.base.TransactionBegin` (a BEGIN message; ``begin_lsn``
+is its LSN, the BEGIN record id is ``<xid>:<begin_lsn>``; ``last_commit_lsn`` is the previous COMMIT
+message's position)."""
+TxCommit = TransactionCommit
+"""PostgreSQL's name for :class:`~signaller.sources.base.TransactionCommit` (a COMMIT message)."""
+LogicalMessage = SourceMessage
+"""A transactional ``pg_logical_emit_message`` with :data:`MESSAGE_PREFIX`, as a
+:class:`~signaller.sources.base.SourceMessage`."""
 
 
 class Change:
@@ -126,27 +127,6 @@ class Change:
 
     def __repr__(self) -> str:
         return f"Change(event={self.event!r}, plan={self.plan!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class TxCommit:
-    """End of a transaction: once everything before it is in Kafka, ``end_lsn`` is safe."""
-
-    xid: int
-    commit_lsn: int
-    end_lsn: int
-    commit_ts_us: int
-
-
-@dataclass(frozen=True, slots=True)
-class LogicalMessage:
-    """A transactional ``pg_logical_emit_message`` with a prefix the sidecar listens to (its own
-    watermarks when no signal table is configured)."""
-
-    prefix: str
-    content: bytes
-    lsn: int
-    last_commit_lsn: int | None = None
 
 
 MESSAGE_PREFIX = "signaller"
@@ -239,6 +219,16 @@ class PostgresLogReader(LogReader[Item]):
     @property
     def last_commit_lsn(self) -> int | None:
         """End LSN of the newest transaction fully read (Debezium's ``lastCommitLsn``)."""
+        return self._last_commit_lsn
+
+    @property
+    def stream_end(self) -> int:
+        """The server's WAL end as of the last poll (``wal_end``; :meth:`LogReader.stream_end`)."""
+        return self.wal_end
+
+    @property
+    def last_commit(self) -> int | None:
+        """:attr:`last_commit_lsn` (:meth:`LogReader.last_commit`)."""
         return self._last_commit_lsn
 
     # -- lifecycle ------------------------------------------------------------------------
