@@ -78,6 +78,8 @@ SLICE_ROWS = 256
 SLICE_SECONDS = 0.004
 """How long one tick may emit READs before the loop reads the stream again: the most a window's
 READs delay a live change (besides the chunk query itself)."""
+FETCH_ROWS = 1024
+"""Rows of a large chunk fetched per step (a server-side cursor's ``FETCH``)."""
 MAX_QUEUED_RECORDS = 10_000
 """No READ is emitted while the producer holds this many records: bounds the memory a large window
 takes in the producer's queue (a few KB per record before compression) to a few tens of MB."""
@@ -226,7 +228,7 @@ class SnapshotCoordinator:
             handled = sum(len(self._read_channel(channel)) for channel in self._polled)
             if handled:
                 self._publish_status()
-        if self.engine.emitting:
+        if self.engine.fetching or self.engine.emitting:
             self._emit_slices()
         if self.engine.wants_chunk:
             with self._adhoc_group():
@@ -235,21 +237,27 @@ class SnapshotCoordinator:
     @property
     def busy(self) -> bool:
         """A window's READs wait to be emitted: the loop should not wait for the log before the next ``tick``."""
-        return self.engine.emitting
+        return self.engine.emitting or self.engine.fetching
 
     def _emit_slices(self) -> None:
-        """Emit the closed window's READs for at most ``SLICE_SECONDS`` (the stream's next batch comes first then),
-        and none while the producer's queue is full (waiting a moment for deliveries instead)."""
+        """For at most ``SLICE_SECONDS`` (the stream's next batch comes first then): fetch the chunk's next slice
+        when no fetched row waits, and emit the closed window's READs, none while the producer's queue is full
+        (waiting a moment for deliveries instead)."""
         dispatcher, engine = self._dispatcher, self.engine
-        if dispatcher.queued >= MAX_QUEUED_RECORDS:
-            dispatcher.serve_deliveries(0.002)
-            return
         deadline = time.monotonic() + SLICE_SECONDS
         with self._adhoc_group():
-            while engine.emitting and dispatcher.queued < MAX_QUEUED_RECORDS:
-                engine.emit_pending(SLICE_ROWS)
+            while True:
+                if engine.emitting and dispatcher.queued < MAX_QUEUED_RECORDS:
+                    engine.emit_pending(SLICE_ROWS)
+                elif engine.fetching and not engine.emitting:
+                    engine.fetch_pending(FETCH_ROWS)
+                elif engine.emitting or engine.fetching:
+                    dispatcher.serve_deliveries(0.002)
+                    return
+                else:
+                    return
                 if time.monotonic() >= deadline:
-                    break
+                    return
 
     def _emit_reads(self, rows: TableRows[Change], batch: list[dict[str, Any]], last_commit_lsn: int | None,
                     lsn: int | None) -> None:

@@ -15,7 +15,10 @@ emit a closed window's READs (``emit_pending``, a slice of at most the rows it i
 stream batches, so a large window never holds up the stream: a row is emitted only if no streamed
 change of its key was seen since the open marker, so no READ ever follows a newer change of its
 row). Chunk rows stay as the source's text until their slice is emitted (one chunk of text rows
-in memory, never a chunk of decoded rows). The durable state is ``state`` (immutable; a new object
+in memory, never a chunk of decoded rows). A chunk reader with ``read_chunk_streaming`` (a
+server-side cursor) hands over a large chunk's first ``FIRST_FETCH`` rows before the close
+watermark and the rest in slices (``fetch_pending``, while ``fetching``), so no chunk query holds up
+the stream for long either. The durable state is ``state`` (immutable; a new object
 after each change); it moves to the window's last key once the window's last READ was emitted.
 
 Contracts: ``apply`` never raises (except a ``SinkError``, which is Kafka failing, not the signal):
@@ -72,6 +75,7 @@ from signaller.sources.base import (
     ChangeT,
     ChunkQueryError,
     ChunkReader,
+    ChunkRest,
     RawRow,
     TableRows,
     TableSchemaProvider,
@@ -79,6 +83,9 @@ from signaller.sources.base import (
 )
 
 log = logging.getLogger("signaller.snapshot")
+FIRST_FETCH = 1024
+"""Rows of a chunk read before its close watermark when the chunk reader streams chunks; the rest
+follows in slices."""
 MAX_FINISHED = 100
 
 FilterCompiler = Callable[[str, dict[str, str]], str]
@@ -160,6 +167,9 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._window_keys: tuple[str, ...] = ()
         self._window_emitted = 0
         self._window_position: tuple[int | None, int | None] = (None, None)
+        self._rest: ChunkRest | None = None
+        self._rest_lower: Key | None = None
+        self._rest_last: RawRow | None = None
         self._chunk_end: Key | None = None
         self._pending_stops: list[tuple[str, ...]] = []
         self._need_chunk = False
@@ -303,8 +313,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         for index, pattern in enumerate(action.data_collections):
             _pattern(pattern, f"data-collections[{index}]", action.signal_id)
         self._pending_stops.append(action.data_collections or (".*",))
-        if self.emitting:  # the closed window's READs go out first, as when they were emitted at its close
-            self.emit_pending(len(self._window))
+        if self._window.closed:  # the closed window's READs go out first, as when they were emitted at its close
+            while self.fetching:
+                self.fetch_pending(self.chunk_size)
+            if self.emitting:
+                self.emit_pending(len(self._window))
         if not self._window.pending:
             self._apply_stops()
 
@@ -378,8 +391,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     @property
     def emitting(self) -> bool:
-        """A window closed and READs of it wait for ``emit_pending``."""
-        return self._window.closed and not self._window.done
+        """A window closed and READs of it wait for ``emit_pending`` (rows already fetched, or still to come)."""
+        return self._window.closed and not self._window.done and len(self._window) > 0
 
     def emit_pending(self, max_rows: int) -> int:
         """Emit the next slice, at most ``max_rows`` READs, of the closed window (call between stream batches,
@@ -477,7 +490,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def _select(self, prepared: PreparedTable[ChangeT], lower: Key | None) -> list[RawRow]:
         if not self._read_only:
-            return self._chunks.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+            streaming = getattr(self._chunks, "read_chunk_streaming", None)
+            if streaming is None or self.chunk_size <= FIRST_FETCH:
+                return self._chunks.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+            rows, self._rest = streaming(prepared.chunk, lower, self._state.max_key, self.chunk_size, FIRST_FETCH)
+            return rows  # type: ignore[no-any-return]
         rows, visible, high = self._chunks.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
                                                               self.chunk_size)
         self._visible, self._high_lsn = visible, high
@@ -558,14 +575,63 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable[ChangeT], rows: list[RawRow],
                 lower: Key | None) -> None:
-        width = len(prepared.chunk.columns)
         self._window_keys = tuple(name for name, _ in prepared.chunk.key)
         self._window_emitted = 0
-        self._window.fill(chunk_id, str(prepared.info.table_id), rows)
-        self._chunk_end = tuple(rows[-1][width:])
+        self._window.fill(chunk_id, str(prepared.info.table_id), rows, complete=self._rest is None)
+        self._runtime.setdefault(head.table, TableRuntime()).rows_read += len(rows)
+        if self._rest is not None:
+            self._rest_lower, self._rest_last = lower, rows[-1]
+            return
+        self._chunk_read(head, prepared, rows[-1], lower)
+
+    @property
+    def fetching(self) -> bool:
+        """The current chunk's rest waits to be fetched (``fetch_pending``)."""
+        return self._rest is not None
+
+    def fetch_pending(self, max_rows: int) -> int:
+        """Fetch the next slice, at most ``max_rows`` rows, of the chunk being read (call between stream batches,
+        while ``fetching``); returns the rows fetched. A failed fetch abandons the window and finishes the table
+        ``SQL_EXCEPTION``, as a failed chunk query does."""
+        rest = self._rest
+        head = self._state.queue[0] if self._state.queue else None
+        prepared = self._prepared.get(head.table) if head else None
+        if rest is None:
+            return 0
+        if head is None or prepared is None:
+            rest.close()
+            self._rest = None
+            self._window.complete_chunk()
+            return 0
+        try:
+            rows = rest.fetch(max_rows)
+        except (ChunkQueryError, SourceError) as exc:
+            log.warning("incremental snapshot of %s failed: %s", head.table, exc)
+            self._rest = None
+            self._window.finish()
+            self._window_emitted = 0
+            self._finish_table("SQL_EXCEPTION")
+            self._after_window()
+            return 0
+        if rows:
+            self._window.extend(rows)
+            self._rest_last = rows[-1]
+            self._runtime.setdefault(head.table, TableRuntime()).rows_read += len(rows)
+        if len(rows) < max_rows:
+            self._rest = None
+            self._window.complete_chunk()
+            assert self._rest_last is not None
+            self._chunk_read(head, prepared, self._rest_last, self._rest_lower)
+            if self._window.done:
+                self._end_window()
+        return len(rows)
+
+    def _chunk_read(self, head: QueuedTable, prepared: PreparedTable[ChangeT], last: RawRow,
+                    lower: Key | None) -> None:
+        """The chunk is read up to its last row ``last``: its end key, progress and ``IN_PROGRESS`` notification."""
+        self._chunk_end = tuple(last[len(prepared.chunk.columns):])
         runtime = self._runtime.setdefault(head.table, TableRuntime())
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
-        runtime.rows_read += len(rows)
         self._notify(notes.make(
             "IN_PROGRESS", self._state.correlation_id, self._topic_prefix,
             data_collections=self._collections(), current_collection_in_progress=head.table,

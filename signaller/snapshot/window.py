@@ -7,8 +7,10 @@ saw their effect); from the open marker until the window's last row is taken, ev
 of the window's table records its row identity (``on_stream_key``), and a row whose identity was
 recorded is superseded (the stream carries a state at least as new, sent before the row would be):
 the caller drops it (``superseded``). After ``close`` the caller takes the rows in chunk order
-(``take``), a slice at a time, between stream batches; ``finish`` ends the window. A marker of
-another chunk (left over from before a restart) does nothing.
+(``take``), a slice at a time, between stream batches; ``finish`` ends the window. A chunk may
+also arrive in slices (``fill`` with ``complete=False``, then ``extend``, then ``complete``): rows
+read later belong to the same snapshot, taken between the watermarks. A marker of another chunk
+(left over from before a restart) does nothing.
 
 Supersession is checked lazily, when a row is taken: a window whose table saw no stream change
 (the common case) costs no identity at all. The identity of a row is its chunking key (primary key,
@@ -37,6 +39,7 @@ class Window(Generic[Row]):
         self.table: str | None = None
         self.is_open = False
         self.closed = False
+        self.complete = True
         self.evicted = 0
         self.dropped = 0
         self._rows: list[Row] = []
@@ -44,11 +47,21 @@ class Window(Generic[Row]):
         self._seen: set[Hashable] = set()
         self._matched: set[Hashable] = set()
 
-    def fill(self, chunk_id: str, table: str, rows: Iterable[Row]) -> None:
-        """Buffer a chunk (rows in chunk order) for ``chunk_id``; keeps every row."""
+    def fill(self, chunk_id: str, table: str, rows: Iterable[Row], *, complete: bool = True) -> None:
+        """Buffer a chunk (rows in chunk order) for ``chunk_id``; keeps every row. With ``complete=False`` more
+        rows of the chunk follow (``extend``) until ``complete_chunk``."""
         self.chunk_id, self.table, self.is_open, self.closed = chunk_id, table, False, False
+        self.complete = complete
         self._rows, self._next, self._seen, self._matched = list(rows), 0, set(), set()
         self.evicted = self.dropped = 0
+
+    def extend(self, rows: Iterable[Row]) -> None:
+        """More rows of the chunk being read, in chunk order."""
+        self._rows.extend(rows)
+
+    def complete_chunk(self) -> None:
+        """Every row of the chunk was read."""
+        self.complete = True
 
     def expect(self, chunk_id: str) -> None:
         """A window with no rows (the chunk was empty); its markers still open and close it."""
@@ -69,7 +82,7 @@ class Window(Generic[Row]):
     def on_stream_key(self, table: str, key: Hashable) -> bool:
         """A streamed change of ``table`` whose row image has identity ``key``: from the open marker until the last
         row is taken, rows with that identity are superseded. Returns whether it was recorded."""
-        if not self.is_open or table != self.table or self._next >= len(self._rows):
+        if not self.watching or table != self.table:
             return False
         self._seen.add(key)
         return True
@@ -77,7 +90,7 @@ class Window(Generic[Row]):
     @property
     def watching(self) -> bool:
         """Whether a streamed change could still supersede a row (open, with rows not yet taken)."""
-        return self.is_open and self._next < len(self._rows)
+        return self.is_open and (not self.complete or self._next < len(self._rows))
 
     def close(self, marker_id: str) -> bool:
         """The close marker came back: the rows may be taken; False, changing nothing, for a marker of another
@@ -116,15 +129,15 @@ class Window(Generic[Row]):
         """End the window (every row taken, or the window abandoned); ``evicted``/``dropped`` stay readable until the
         next ``fill``."""
         self._rows, self._next, self._seen, self._matched = [], 0, set(), set()
-        self.chunk_id, self.table, self.is_open, self.closed = None, None, False, False
+        self.chunk_id, self.table, self.is_open, self.closed, self.complete = None, None, False, False, True
 
     def __len__(self) -> int:
         return len(self._rows) - self._next
 
     @property
     def done(self) -> bool:
-        """Closed and every row taken."""
-        return self.closed and self._next >= len(self._rows)
+        """Closed, complete and every row taken."""
+        return self.closed and self.complete and self._next >= len(self._rows)
 
     @property
     def pending(self) -> bool:
