@@ -24,6 +24,9 @@ Per run:
 * **loaded session** (after all idle sessions, once the best chunk size is known): the writer runs
   throughout; a snapshot at the base chunk size, then one at the best; the live latency of the
   changes committed while each snapshot ran.
+* **read-only session** (after the loaded ones): the sidecar with ``read.only=true`` (no watermark
+  writes: the chunk's MVCC snapshot and a WAL high watermark); the key-range snapshot at the best
+  chunk size, no other load (``read_only_rows_per_s``).
 
 With ``options.debezium``, each idle session is followed by a Debezium session
 (:func:`bench.debezium.snapshot_run`: the whole table, the idle live latency, a key range under
@@ -35,6 +38,7 @@ See ``bench/README.md`` for every reported field.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 import uuid
@@ -288,6 +292,17 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
             session.close()
         loaded.append(run_loaded)
 
+    read_only: list[float] = []
+    for index in range(options.runs):
+        session = _Session(settings, dataclasses.replace(
+            options, connector_overrides={**options.connector_overrides, "read.only": "true"}), table, "snapr")
+        try:
+            read_only.append(session.snapshot(best, limit)["rows_per_s"])
+            log(f"  read-only run {index + 1}/{options.runs}: snapshot of {limit:,} rows, chunk {best}: "
+                f"{read_only[-1]:,.0f} rows/s")
+        finally:
+            session.close()
+
     def ratio(a: float, b: float) -> float:
         return a / b if b else float("nan")
 
@@ -299,6 +314,9 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "best_rows_per_s": {**summarize([r["ranges"][best] for r in idle], "rows/s", digits=0,
                                         note=f"{limit:,}-row key range, chunk size {best}, no other load"),
                             "chunk_size": best},
+        "read_only_rows_per_s": {**summarize(read_only, "rows/s", digits=0,
+                                             note=f"read.only=true, {limit:,}-row key range, chunk size {best}, "
+                                                  "no other load"), "chunk_size": best},
         "best_chunk_size": summarize([best] * options.runs, "rows", digits=0,
                                      note=f"highest median rows_per_s_chunk_* of {sizes}"),
     }

@@ -148,8 +148,10 @@ class CaptureLoop:
         heartbeat_every = config.streaming.heartbeat_interval_ms / 1000
         next_flush = next_heartbeat = time.monotonic()
         in_tx = False
+        poll_s = config.streaming.poll_interval_ms / 1000
         while not self._stopping:
-            items = reader.poll(config.streaming.max_batch_size, config.streaming.poll_interval_ms / 1000)
+            # While a snapshot window's READs wait, the loop reads whatever the log has and goes on emitting.
+            items = reader.poll(config.streaming.max_batch_size, 0.0 if snapshots.busy else poll_s)
             for item in items:
                 if type(item) is change_type:
                     snapshots.on_change(item)

@@ -22,7 +22,7 @@ loop's thread only. Nothing survives a restart but what the sink delivered.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from signaller.config import SignallerConfig
@@ -95,8 +95,11 @@ class EventCounter(Protocol):
     events: int
 
 
+_time_ns = time.time_ns
+
+
 def _now_us() -> int:
-    return time.time_ns() // 1000
+    return _time_ns() // 1000
 
 
 _OP_VALUES = {op: op.value for op in Op}
@@ -203,6 +206,42 @@ class EventDispatcher:
             output = self._output(plan)
         self._row(change, output, None)
 
+    def reads(self, plan: RowPlan, rows: Iterable[dict[str, Any]], last_commit_lsn: int | None,
+              lsn: int | None, change_of: Callable[[ChangeEvent], DispatchedChange],
+              snapshot: str = "incremental") -> int:
+        """Snapshot READs of ``rows`` (rows as ``plan`` builds them), one window's or a slice of it, all at
+        position ``(last_commit_lsn, lsn)``; returns how many were sent (or left out as too large).
+
+        The same records, in the same order, as :meth:`read` of each row's ``ChangeEvent(Op.READ, ...,
+        snapshot)``; with the JSON converter and a plan whose rows match the serializer, without building
+        an event per row (:meth:`EnvelopeSerializer.serialize_read`); otherwise each row's event becomes the
+        source's change through ``change_of`` (the source's ``TableRows.read_change``)."""
+        output = self._outputs.get(id(plan))
+        if output is None or output.plan is not plan:
+            output = self._output(plan)
+        serializer = output.serializer
+        if not (output.rows_match and self._on_change is None and isinstance(serializer, EnvelopeSerializer)):
+            count = 0
+            for row in rows:
+                self.read(change_of(ChangeEvent(Op.READ, plan.table_id, None, row, lsn, None, last_commit_lsn, None,
+                                                _now_us(), snapshot)))
+                count += 1
+            return count
+        render, send, topic = serializer.serialize_read, self._sink.send, output.topic
+        group = self._checkpoint.current()
+        on_delivery = group.on_delivery
+        count = 0
+        for row in rows:
+            key, value = render(row, last_commit_lsn, lsn, ts_us_now=_time_ns() // 1000, snapshot=snapshot)
+            if send(topic, key, value, on_delivery):
+                group.pending += 1
+            count += 1
+        self._stats.events += count
+        if self._count_by_table and count:
+            counter = (output.name, _OP_VALUES[Op.READ])
+            self._event_counts[counter] = self._event_counts.get(counter, 0) + count
+        return count
+
     def _output(self, plan: RowPlan) -> _TableOutput:
         serializer = self._serializer.table(plan.schema, plan.codecs)
         output = self._outputs[id(plan)] = _TableOutput(plan, serializer, self._config.topics.topic_for(plan.table_id))
@@ -227,6 +266,15 @@ class EventDispatcher:
             self._event_counts[counter] = self._event_counts.get(counter, 0) + 1
         if self._on_change is not None:
             self._on_change(change)
+
+    @property
+    def queued(self) -> int:
+        """Records handed to the sink and not yet acknowledged (the producer's queue)."""
+        return self._sink.queued
+
+    def serve_deliveries(self, timeout_s: float) -> None:
+        """Serve the sink's delivery reports, waiting up to ``timeout_s`` for one."""
+        self._sink.poll(timeout_s)
 
     def take_event_counts(self) -> dict[tuple[str, str], int]:
         """The change events sent per ``(table, op)`` since the last call (with ``count_by_table``)."""

@@ -49,13 +49,14 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import orjson
 from confluent_kafka import KafkaException
 
 from signaller.config import SignallerConfig
 from signaller.errors import SignalError, SinkError, is_transient
-from signaller.model import TableId
+from signaller.model import ChangeEvent, Op, TableId
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.runtime.dispatch import DispatchedChange, EventDispatcher
 from signaller.signals.channels import HttpSignalChannel, SignalChannelReader, SignalTableChannel
@@ -65,10 +66,21 @@ from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.engine import IncrementalSnapshotter
 from signaller.snapshot.state import SnapshotState
-from signaller.sources.base import ChunkReader, SourceMessage, TableSchemaProvider
+from signaller.sources.base import ChunkReader, SourceMessage, TableRows, TableSchemaProvider
 from signaller.state import Offsets
 
 log = logging.getLogger("signaller.snapshots")
+
+SLICE_ROWS = 256
+"""READs emitted per engine call while a window's slice lasts."""
+SLICE_SECONDS = 0.004
+"""How long one tick may emit READs before the loop reads the stream again: the most a window's
+READs delay a live change (besides the chunk query itself)."""
+FETCH_ROWS = 1024
+"""Rows of a large chunk fetched per step (a server-side cursor's ``FETCH``)."""
+MAX_QUEUED_RECORDS = 10_000
+"""No READ is emitted while the producer holds this many records: bounds the memory a large window
+takes in the producer's queue (a few KB per record before compression) to a few tens of MB."""
 
 
 class SnapshotCoordinator:
@@ -94,7 +106,8 @@ class SnapshotCoordinator:
         self._read_problems: dict[str, str] = {}
         self._chunks = chunks
         self.engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, chunks, schemas,
-                                             dispatcher.read, self._notify, compile_filter)
+                                             dispatcher.read, self._notify, compile_filter,
+                                             emit_reads=self._emit_reads)
         self._signal_table = config.snapshot.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None
@@ -213,9 +226,46 @@ class SnapshotCoordinator:
             handled = sum(len(self._read_channel(channel)) for channel in self._polled)
             if handled:
                 self._publish_status()
+        if self.engine.fetching or self.engine.emitting:
+            self._emit_slices()
         if self.engine.wants_chunk:
             with self._adhoc_group():
                 self.engine.read_chunk()
+
+    @property
+    def busy(self) -> bool:
+        """A window's READs wait to be emitted: the loop should not wait for the log before the next ``tick``."""
+        return self.engine.emitting or self.engine.fetching
+
+    def _emit_slices(self) -> None:
+        """For at most ``SLICE_SECONDS`` (the stream's next batch comes first then): fetch the chunk's next slice
+        when no fetched row waits, and emit the closed window's READs, none while the producer's queue is full
+        (waiting a moment for deliveries instead)."""
+        dispatcher, engine = self._dispatcher, self.engine
+        deadline = time.monotonic() + SLICE_SECONDS
+        with self._adhoc_group():
+            while True:
+                if engine.emitting and dispatcher.queued < MAX_QUEUED_RECORDS:
+                    engine.emit_pending(SLICE_ROWS)
+                elif engine.fetching and not engine.emitting:
+                    engine.fetch_pending(FETCH_ROWS)
+                elif engine.emitting or engine.fetching:
+                    dispatcher.serve_deliveries(0.002)
+                    return
+                else:
+                    return
+                if time.monotonic() >= deadline:
+                    return
+
+    def _emit_reads(self, rows: TableRows[DispatchedChange], batch: list[dict[str, Any]],
+                    last_commit_lsn: int | None, lsn: int | None) -> None:
+        """The engine's bulk READ path: ``EventDispatcher.reads`` with the table's plan (taken from the
+        first row's change: the source's rows of one table version share it)."""
+        if not batch:
+            return
+        first = rows.read_change(ChangeEvent(Op.READ, rows.table_id, None, batch[0], lsn, None, last_commit_lsn,
+                                             None, time.time_ns() // 1000, "incremental"))
+        self._dispatcher.reads(first.plan, batch, last_commit_lsn, lsn, rows.read_change)
 
     def _serve_http(self, http: HttpSignalChannel) -> None:
         """The HTTP channel's signals, then the chunk-size requests of the control queue; answered once

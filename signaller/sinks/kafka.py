@@ -248,6 +248,11 @@ class KafkaSink:
                 raise TerminalSinkError(msg) from exc
 
     # -- delivery reports -----------------------------------------------------------------
+    @property
+    def queued(self) -> int:
+        """Records (and delivery reports) in the producer's queue, not yet acknowledged and served."""
+        return len(self._producer)
+
     def poll(self, timeout_s: float = 0.0) -> None:
         """Serve delivery reports (each record's ``on_delivery``), waiting up to ``timeout_s`` for one."""
         self._producer.poll(timeout_s)

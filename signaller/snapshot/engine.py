@@ -3,14 +3,23 @@
 Single-threaded: the capture loop calls every method. The loop feeds it
 
 * signals (``apply``) from any channel, answered with a ``SignalOutcome``;
-* watermark markers as they come back through the log (``on_marker``), which return the READ
-  events to emit at a window's close, before any later log event;
-* every streamed row change (``on_stream_change``), which evicts buffered rows with the same
-  chunk-key values (its before and after images) while the window is open;
+* watermark markers as they come back through the log (``on_marker``); a window's close lets its
+  READs go out;
+* every streamed row change (``on_stream_change``), which supersedes buffered rows with the same
+  chunk-key values (its before and after images) from the window's open marker until the row is
+  emitted;
 
 and asks it to read the next chunk (``read_chunk`` when ``wants_chunk``): open watermark
-(committed) → chunk SELECT → close watermark (always written, even when the query fails). The
-durable state is ``state`` (immutable; a new object after each change).
+(committed) → chunk SELECT → close watermark (always written, even when the query fails), and to
+emit a closed window's READs (``emit_pending``, a slice of at most the rows it is given, between
+stream batches, so a large window never holds up the stream: a row is emitted only if no streamed
+change of its key was seen since the open marker, so no READ ever follows a newer change of its
+row). Chunk rows stay as the source's text until their slice is emitted (one chunk of text rows
+in memory, never a chunk of decoded rows). A chunk reader with ``read_chunk_streaming`` (a
+server-side cursor) hands over a large chunk's first ``FIRST_FETCH`` rows before the close
+watermark and the rest in slices (``fetch_pending``, while ``fetching``), so no chunk query holds up
+the stream for long either. The durable state is ``state`` (immutable; a new object
+after each change); it moves to the window's last key once the window's last READ was emitted.
 
 Contracts: ``apply`` never raises (except a ``SinkError``, which is Kafka failing, not the signal):
 every problem becomes a rejected ``SignalOutcome`` with a reason. Every regular expression of a
@@ -18,6 +27,9 @@ signal is matched with RE2 (``signaller.patterns``), in time linear in the table
 chunk SELECT read is either emitted or superseded by a streamed change; a table whose counts do not
 add up finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. Blocking snapshots read
 and emit one chunk at a time (memory bounded by two chunks).
+
+``emit_reads`` (optional) sends a slice of READ rows of one table in one call (the runtime's bulk
+path: no event object per row); without it each READ is a ``ChangeEvent`` given to ``emit``.
 
 Its parts: ``tables`` (a queued table's rows plan and chunk description), ``blocking`` (blocking
 snapshots), ``status`` (progress figures and the status page), ``window`` (the DBLog buffer),
@@ -63,15 +75,23 @@ from signaller.sources.base import (
     ChangeT,
     ChunkQueryError,
     ChunkReader,
+    ChunkRest,
     RawRow,
+    TableRows,
     TableSchemaProvider,
     TransactionVisibility,
 )
 
 log = logging.getLogger("signaller.snapshot")
+FIRST_FETCH = 1024
+"""Rows of a chunk read before its close watermark when the chunk reader streams chunks; the rest
+follows in slices."""
 MAX_FINISHED = 100
 
 FilterCompiler = Callable[[str, dict[str, str]], str]
+ReadEmitter = Callable[[TableRows[Any], list[dict[str, Any]], int | None, int | None], object]
+"""Sends READ rows of one table at window position ``(last_commit_lsn, lsn)``, in order (the runtime's
+``EventDispatcher.reads``, given the table's ``TableRows``)."""
 
 
 def row_identity(row: dict[str, Any], names: Sequence[str]) -> tuple[Hashable, ...] | None:
@@ -129,6 +149,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         emit: Emit[ChangeT],
         notify: Notify,
         compile_filter: FilterCompiler,
+        emit_reads: ReadEmitter | None = None,
     ) -> None:
         self._settings = settings
         self._capture = capture
@@ -141,9 +162,14 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._notify = notify
         self._compile_filter = compile_filter
         self._state = SnapshotState()
-        self._window: Window[dict[str, Any]] = Window()
+        self._emit_reads = emit_reads
+        self._window: Window[RawRow] = Window()
         self._window_keys: tuple[str, ...] = ()
-        self._window_evicted = 0
+        self._window_emitted = 0
+        self._window_position: tuple[int | None, int | None] = (None, None)
+        self._rest: ChunkRest | None = None
+        self._rest_lower: Key | None = None
+        self._rest_last: RawRow | None = None
         self._chunk_end: Key | None = None
         self._pending_stops: list[tuple[str, ...]] = []
         self._need_chunk = False
@@ -287,6 +313,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         for index, pattern in enumerate(action.data_collections):
             _pattern(pattern, f"data-collections[{index}]", action.signal_id)
         self._pending_stops.append(action.data_collections or (".*",))
+        if self._window.closed:  # the closed window's READs go out first, as when they were emitted at its close
+            while self.fetching:
+                self.fetch_pending(self.chunk_size)
+            if self.emitting:
+                self.emit_pending(len(self._window))
         if not self._window.pending:
             self._apply_stops()
 
@@ -322,16 +353,18 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         before and of its after image (read-only mode: only a change the chunk's snapshot did not
         see). Each image supersedes at most one row: any further row it removes is counted as lost."""
         window = self._window
-        if window.is_open and len(window):
+        if window.watching:
             event = change.event
+            table = str(event.table)
+            if table != window.table:
+                return
             if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
                 return
-            table = str(event.table)
-            identities = {row_identity(image, self._window_keys) for image in (event.before, event.after)
-                          if image is not None}
-            for identity in identities - {None}:
-                if window.on_stream_key(table, identity):
-                    self._window_evicted += 1
+            for image in (event.before, event.after):
+                if image is not None:
+                    identity = row_identity(image, self._window_keys)
+                    if identity is not None:
+                        window.on_stream_key(table, identity)
 
     def on_position(self, lsn: int, position: tuple[int | None, int | None]) -> None:
         """Read-only mode: the log has been read up to ``lsn``; once past the chunk's high
@@ -348,35 +381,78 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             if not self._window.open(marker.signal_id):
                 log.debug("ignoring window-open marker %s of another chunk", marker.signal_id)
             return
-        rows = self._window.close(marker.signal_id)
-        if rows is None:
+        if not self._window.close(marker.signal_id):
             log.debug("ignoring window-close marker %s of another chunk", marker.signal_id)
             return
         self._visible, self._high_lsn = None, 0
-        evicted, self._window_evicted = self._window_evicted, 0
-        self._flush(rows, position, evicted)
-        self._need_chunk = self._state.running
-        if self._pending_stops:
-            self._apply_stops()
+        self._window_position = position
+        if self._window.done:
+            self._end_window()
 
-    def _flush(self, rows: list[dict[str, Any]], position: tuple[int | None, int | None], evicted: int) -> None:
+    @property
+    def emitting(self) -> bool:
+        """A window closed and READs of it wait for ``emit_pending`` (rows already fetched, or still to come)."""
+        return self._window.closed and not self._window.done and len(self._window) > 0
+
+    def emit_pending(self, max_rows: int) -> int:
+        """Emit the next slice, at most ``max_rows`` READs, of the closed window (call between stream batches,
+        while ``emitting``); the window's last slice moves ``state`` to its last key and lets the next chunk be
+        read. Returns the rows the slice covered (emitted or superseded)."""
+        window = self._window
+        if not window.closed:
+            return 0
         head = self._state.queue[0] if self._state.queue else None
         prepared = self._prepared.get(head.table) if head else None
         if head is None or prepared is None:
-            return
-        runtime = self._runtime.setdefault(head.table, TableRuntime())
-        runtime.rows_emitted += len(rows)
-        runtime.rows_evicted += evicted
-        last_commit, lsn = position
-        now_us = time.time_ns() // 1000
-        table_id = prepared.info.table_id
-        for row in rows:
-            event = ChangeEvent(Op.READ, table_id, None, row, lsn, None, last_commit, None, now_us, "incremental")
-            self._emit(prepared.rows.read_change(event))
+            window.finish()
+            self._after_window()
+            return 0
+        taken = window.take(max_rows)
+        width, decode = len(prepared.chunk.columns), prepared.rows.row
+        rows = [decode(values[:width]) for values in taken]
+        if window.any_superseded:
+            keys = self._window_keys
+            rows = [row for row in rows if not window.superseded(row_identity(row, keys))]
+        if rows:
+            self._emit_rows(prepared, rows)
+            self._window_emitted += len(rows)
+        if window.done:
+            self._end_window()
+        return len(taken)
+
+    def _emit_rows(self, prepared: PreparedTable[ChangeT], rows: list[dict[str, Any]]) -> None:
+        last_commit, lsn = self._window_position
+        if self._emit_reads is not None:
+            self._emit_reads(prepared.rows, rows, last_commit, lsn)
+        else:
+            now_us = time.time_ns() // 1000
+            table_id = prepared.info.table_id
+            for row in rows:
+                event = ChangeEvent(Op.READ, table_id, None, row, lsn, None, last_commit, None, now_us, "incremental")
+                self._emit(prepared.rows.read_change(event))
         self.rows_emitted += len(rows)
-        queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
-                             head.rows + len(rows), head.started_at), *self._state.queue[1:])
-        self._state = self._state.with_changes(queue=queue, last_key=self._chunk_end)
+
+    def _end_window(self) -> None:
+        """The closed window's every row was emitted or superseded: account for them, move the state to the
+        window's last key, and let the next chunk be read."""
+        window = self._window
+        emitted, evicted = self._window_emitted, window.evicted
+        window.finish()
+        self._window_emitted = 0
+        head = self._state.queue[0] if self._state.queue else None
+        if head is not None and head.table in self._prepared:
+            runtime = self._runtime.setdefault(head.table, TableRuntime())
+            runtime.rows_emitted += emitted
+            runtime.rows_evicted += evicted
+            queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
+                                 head.rows + emitted, head.started_at), *self._state.queue[1:])
+            self._state = self._state.with_changes(queue=queue, last_key=self._chunk_end)
+        self._after_window()
+
+    def _after_window(self) -> None:
+        self._need_chunk = self._state.running
+        if self._pending_stops:
+            self._apply_stops()
 
     # -- reading a chunk ------------------------------------------------------------------
     def read_chunk(self) -> None:
@@ -414,7 +490,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def _select(self, prepared: PreparedTable[ChangeT], lower: Key | None) -> list[RawRow]:
         if not self._read_only:
-            return self._chunks.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+            streaming = getattr(self._chunks, "read_chunk_streaming", None)
+            if streaming is None or self.chunk_size <= FIRST_FETCH:
+                return self._chunks.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
+            rows, self._rest = streaming(prepared.chunk, lower, self._state.max_key, self.chunk_size, FIRST_FETCH)
+            return rows  # type: ignore[no-any-return]
         rows, visible, high = self._chunks.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
                                                               self.chunk_size)
         self._visible, self._high_lsn = visible, high
@@ -495,19 +575,63 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable[ChangeT], rows: list[RawRow],
                 lower: Key | None) -> None:
-        width = len(prepared.chunk.columns)
-        keys = tuple(name for name, _ in prepared.chunk.key)
-        converted = []
-        for values in rows:
-            row = prepared.rows.row(values[:width])
-            converted.append((row_identity(row, keys), row))
-        self._window_keys = keys
-        self._window_evicted = 0
-        self._window.fill(chunk_id, str(prepared.info.table_id), converted)
-        self._chunk_end = tuple(rows[-1][width:])
+        self._window_keys = tuple(name for name, _ in prepared.chunk.key)
+        self._window_emitted = 0
+        self._window.fill(chunk_id, str(prepared.info.table_id), rows, complete=self._rest is None)
+        self._runtime.setdefault(head.table, TableRuntime()).rows_read += len(rows)
+        if self._rest is not None:
+            self._rest_lower, self._rest_last = lower, rows[-1]
+            return
+        self._chunk_read(head, prepared, rows[-1], lower)
+
+    @property
+    def fetching(self) -> bool:
+        """The current chunk's rest waits to be fetched (``fetch_pending``)."""
+        return self._rest is not None
+
+    def fetch_pending(self, max_rows: int) -> int:
+        """Fetch the next slice, at most ``max_rows`` rows, of the chunk being read (call between stream batches,
+        while ``fetching``); returns the rows fetched. A failed fetch abandons the window and finishes the table
+        ``SQL_EXCEPTION``, as a failed chunk query does."""
+        rest = self._rest
+        head = self._state.queue[0] if self._state.queue else None
+        prepared = self._prepared.get(head.table) if head else None
+        if rest is None:
+            return 0
+        if head is None or prepared is None:
+            rest.close()
+            self._rest = None
+            self._window.complete_chunk()
+            return 0
+        try:
+            rows = rest.fetch(max_rows)
+        except (ChunkQueryError, SourceError) as exc:
+            log.warning("incremental snapshot of %s failed: %s", head.table, exc)
+            self._rest = None
+            self._window.finish()
+            self._window_emitted = 0
+            self._finish_table("SQL_EXCEPTION")
+            self._after_window()
+            return 0
+        if rows:
+            self._window.extend(rows)
+            self._rest_last = rows[-1]
+            self._runtime.setdefault(head.table, TableRuntime()).rows_read += len(rows)
+        if len(rows) < max_rows:
+            self._rest = None
+            self._window.complete_chunk()
+            assert self._rest_last is not None
+            self._chunk_read(head, prepared, self._rest_last, self._rest_lower)
+            if self._window.done:
+                self._end_window()
+        return len(rows)
+
+    def _chunk_read(self, head: QueuedTable, prepared: PreparedTable[ChangeT], last: RawRow,
+                    lower: Key | None) -> None:
+        """The chunk is read up to its last row ``last``: its end key, progress and ``IN_PROGRESS`` notification."""
+        self._chunk_end = tuple(last[len(prepared.chunk.columns):])
         runtime = self._runtime.setdefault(head.table, TableRuntime())
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
-        runtime.rows_read += len(rows)
         self._notify(notes.make(
             "IN_PROGRESS", self._state.correlation_id, self._topic_prefix,
             data_collections=self._collections(), current_collection_in_progress=head.table,

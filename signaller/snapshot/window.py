@@ -1,19 +1,25 @@
-"""The DBLog window: the rows of one chunk, identified by their chunk-key values, between the open
-and close watermarks. Pure logic, no I/O.
+"""The DBLog window: the rows of one chunk, read between the open and close watermarks, and emitted
+after the close one, in slices. Pure logic, no I/O.
 
 Contract: ``fill`` happens after the open watermark was written and before the close watermark
 was written. Stream events arriving before the open marker are ignored (the chunk SELECT already
-saw their effect); while the window is open, every stream event for a buffered identity removes
-the rows with that identity (the stream carries a state at least as new); ``close`` returns the
-remaining rows in chunk order and empties the window. A marker of another chunk (left over from
-before a restart) does nothing.
+saw their effect); from the open marker until the window's last row is taken, every stream event
+of the window's table records its row identity (``on_stream_key``), and a row whose identity was
+recorded is superseded (the stream carries a state at least as new, sent before the row would be):
+the caller drops it (``superseded``). After ``close`` the caller takes the rows in chunk order
+(``take``), a slice at a time, between stream batches; ``finish`` ends the window. A chunk may
+also arrive in slices (``fill`` with ``complete=False``, then ``extend``, then ``complete``): rows
+read later belong to the same snapshot, taken between the watermarks. A marker of another chunk
+(left over from before a restart) does nothing.
 
-The identity of a row is its chunking key (primary key, ``message.key.columns`` or the signal's
-``surrogate-key``), never the message key: a keyless table has an empty message key, and rows
-sharing one identity would collapse into one. ``fill`` never drops a row, even if two rows share
-an identity; ``on_stream_key`` says how many rows it removed, so the caller can account for every
-row read (a stream image supersedes exactly one row; more than one means the identity was
-ambiguous and rows were lost).
+Supersession is checked lazily, when a row is taken: a window whose table saw no stream change
+(the common case) costs no identity at all. The identity of a row is its chunking key (primary key,
+``message.key.columns`` or the signal's ``surrogate-key``), never the message key: a keyless table
+has an empty message key, and rows sharing one identity would collapse into one. ``fill`` never
+drops a row, even if two rows share an identity; ``evicted`` counts the identities that superseded
+at least one row and ``dropped`` the rows dropped, so the caller can account for every row read (a
+stream image supersedes exactly one row; more than one means the identity was ambiguous and rows
+were lost).
 """
 
 from __future__ import annotations
@@ -25,24 +31,37 @@ Row = TypeVar("Row")
 
 
 class Window(Generic[Row]):
-    """The rows of one chunk between its watermarks (see the module docstring); ``Row`` is the caller's row type. Pure
-    logic, used from one thread."""
+    """The rows of one chunk between its watermarks and until emitted (see the module docstring); ``Row`` is the
+    caller's row type. Pure logic, used from one thread."""
 
     def __init__(self) -> None:
         self.chunk_id: str | None = None
         self.table: str | None = None
         self.is_open = False
+        self.closed = False
+        self.complete = True
+        self.evicted = 0
+        self.dropped = 0
         self._rows: list[Row] = []
-        self._index: dict[Hashable, list[int]] = {}
-        self._gone: set[int] = set()
+        self._next = 0
+        self._seen: set[Hashable] = set()
+        self._matched: set[Hashable] = set()
 
-    def fill(self, chunk_id: str, table: str, rows: Iterable[tuple[Hashable, Row]]) -> None:
-        """Buffer a chunk (``(identity, row)`` pairs in chunk order) for ``chunk_id``; keeps every row."""
-        self.chunk_id, self.table, self.is_open = chunk_id, table, False
-        self._rows, self._index, self._gone = [], {}, set()
-        for identity, row in rows:
-            self._index.setdefault(identity, []).append(len(self._rows))
-            self._rows.append(row)
+    def fill(self, chunk_id: str, table: str, rows: Iterable[Row], *, complete: bool = True) -> None:
+        """Buffer a chunk (rows in chunk order) for ``chunk_id``; keeps every row. With ``complete=False`` more
+        rows of the chunk follow (``extend``) until ``complete_chunk``."""
+        self.chunk_id, self.table, self.is_open, self.closed = chunk_id, table, False, False
+        self.complete = complete
+        self._rows, self._next, self._seen, self._matched = list(rows), 0, set(), set()
+        self.evicted = self.dropped = 0
+
+    def extend(self, rows: Iterable[Row]) -> None:
+        """More rows of the chunk being read, in chunk order."""
+        self._rows.extend(rows)
+
+    def complete_chunk(self) -> None:
+        """Every row of the chunk was read."""
+        self.complete = True
 
     def expect(self, chunk_id: str) -> None:
         """A window with no rows (the chunk was empty); its markers still open and close it."""
@@ -53,35 +72,74 @@ class Window(Generic[Row]):
         return self.chunk_id is not None and marker_id.startswith(self.chunk_id)
 
     def open(self, marker_id: str) -> bool:
-        """The chunk's open marker came back: from now on streamed changes evict its rows; False, changing nothing, for
-        a marker of another chunk."""
+        """The chunk's open marker came back: from now on streamed changes supersede its rows; False, changing
+        nothing, for a marker of another chunk."""
         if not self.matches(marker_id):
             return False
         self.is_open = True
         return True
 
-    def on_stream_key(self, table: str, key: Hashable) -> int:
-        """A streamed change of ``table`` whose row image has identity ``key``: removes the buffered
-        rows with that identity while the window is open; returns how many it removed."""
-        if not self.is_open or table != self.table:
-            return 0
-        positions = self._index.pop(key, ())
-        self._gone.update(positions)
-        return len(positions)
+    def on_stream_key(self, table: str, key: Hashable) -> bool:
+        """A streamed change of ``table`` whose row image has identity ``key``: from the open marker until the last
+        row is taken, rows with that identity are superseded. Returns whether it was recorded."""
+        if not self.watching or table != self.table:
+            return False
+        self._seen.add(key)
+        return True
 
-    def close(self, marker_id: str) -> list[Row] | None:
-        """Rows to emit, or None if the marker belongs to another chunk."""
-        if not self.matches(marker_id):
-            return None
-        rows = [row for position, row in enumerate(self._rows) if position not in self._gone]
-        self._rows, self._index, self._gone = [], {}, set()
-        self.chunk_id, self.table, self.is_open = None, None, False
-        return rows
+    @property
+    def watching(self) -> bool:
+        """Whether a streamed change could still supersede a row (open, with rows not yet taken)."""
+        return self.is_open and (not self.complete or self._next < len(self._rows))
+
+    def close(self, marker_id: str) -> bool:
+        """The close marker came back: the rows may be taken; False, changing nothing, for a marker of another
+        chunk or a window already closed."""
+        if self.closed or not self.matches(marker_id):
+            return False
+        self.closed = True
+        return True
+
+    def take(self, count: int) -> list[Row]:
+        """The next ``count`` rows (fewer at the end) in chunk order, once closed; the caller drops those that
+        ``superseded`` says are."""
+        if not self.closed:
+            return []
+        start = self._next
+        self._next = min(len(self._rows), start + max(0, count))
+        return self._rows[start:self._next]
+
+    @property
+    def any_superseded(self) -> bool:
+        """Whether any streamed change recorded an identity (if not, no row is superseded: skip ``superseded``)."""
+        return bool(self._seen)
+
+    def superseded(self, key: Hashable) -> bool:
+        """Whether the taken row with identity ``key`` is superseded (drop it); counts ``evicted`` (once per identity)
+        and ``dropped`` (every row)."""
+        if key not in self._seen:
+            return False
+        self.dropped += 1
+        if key not in self._matched:
+            self._matched.add(key)
+            self.evicted += 1
+        return True
+
+    def finish(self) -> None:
+        """End the window (every row taken, or the window abandoned); ``evicted``/``dropped`` stay readable until the
+        next ``fill``."""
+        self._rows, self._next, self._seen, self._matched = [], 0, set(), set()
+        self.chunk_id, self.table, self.is_open, self.closed, self.complete = None, None, False, False, True
 
     def __len__(self) -> int:
-        return len(self._rows) - len(self._gone)
+        return len(self._rows) - self._next
+
+    @property
+    def done(self) -> bool:
+        """Closed, complete and every row taken."""
+        return self.closed and self.complete and self._next >= len(self._rows)
 
     @property
     def pending(self) -> bool:
-        """A chunk was read and its close marker has not come back yet."""
+        """A chunk was read and its rows are not all emitted yet (its close marker may not have come back)."""
         return self.chunk_id is not None

@@ -172,6 +172,20 @@ class TableSchemaProvider(Protocol[ChangeT_co]):
         ...
 
 
+class ChunkRest(Protocol):
+    """The rest of a chunk being read through a server-side cursor (see
+    :meth:`ChunkReader.read_chunk_streaming`): the same snapshot, fetched in slices."""
+
+    def fetch(self, count: int) -> list[RawRow]:
+        """The next ``count`` rows at most; fewer (possibly none) means the chunk is complete and the cursor closed.
+        ``ChunkQueryError`` if the read fails (the cursor is then closed)."""
+        ...
+
+    def close(self) -> None:
+        """Abandon the rest (ends the cursor's transaction); never raises."""
+        ...
+
+
 class ChunkReader(Protocol):
     """The SQL side of an incremental snapshot (DBLog): maximum key, keyset chunks, watermarks.
 

@@ -11,7 +11,8 @@ both for every column type). Two tricks live here and nowhere else:
 * :class:`FastRenderer`: rows that already hold exactly the payload columns in payload order (a
   source plan's rows) are rendered as they are, without building a projected copy, and a
   streamed event's ``source`` block is a ``bytes % args`` template rendered once per
-  transaction (recognised by identity) and operation.
+  transaction (recognised by identity) and operation; a snapshot READ's everything-but-the-row
+  is a template rendered once per window position (``source.sequence``) and snapshot flag.
 """
 
 from __future__ import annotations
@@ -221,12 +222,13 @@ class FastRenderer:
     its rows match (``EnvelopeSerializer.value_names``).
     """
 
-    __slots__ = ("_fragments", "_position", "_templates")
+    __slots__ = ("_fragments", "_position", "_read_templates", "_templates")
 
     def __init__(self, fragments: TableFragments) -> None:
         self._fragments = fragments
         self._position: StreamPosition | None = None
         self._templates: dict[Op | tuple[Op, bool], bytes] = {}
+        self._read_templates: dict[tuple[int | None, int | None, str | None], bytes] = {}
 
     def event(self, event: ChangeEvent, *, ts_us_now: int,
               transaction: Mapping[str, Any] | None = None) -> tuple[bytes | None, bytes]:
@@ -245,6 +247,47 @@ class FastRenderer:
             after = None if after is None else fragments.fill_defaults(after)
         value = fragments.value(event, _row_json(before), _row_json(after), ts_us_now, transaction)
         return self._key(event.after if event.after is not None else event.before), value
+
+    def read(self, after: Mapping[str, Any], last_commit_lsn: int | None, lsn: int | None,
+             snapshot: str | None, *, ts_us_now: int) -> tuple[bytes | None, bytes]:
+        """Key and value of a snapshot READ of row ``after`` (no transaction block): the bytes of
+        :meth:`event` for ``ChangeEvent(Op.READ, table, None, after, lsn, None, last_commit_lsn, None,
+        any, snapshot)``. The part after the row is a template per ``(last_commit_lsn, lsn, snapshot)``
+        (one window's READs share it; the last few are kept)."""
+        fragments = self._fragments
+        template = self._read_templates.get((last_commit_lsn, lsn, snapshot))
+        if template is None:
+            if len(self._read_templates) >= 8:
+                self._read_templates.clear()
+            template = self._read_templates[last_commit_lsn, lsn, snapshot] = self._read_template(
+                last_commit_lsn, lsn, snapshot)
+        if fragments.defaults:
+            after = fragments.fill_defaults(after)
+        after_json = _orjson_dumps(after, default=render_default)
+        if ESCAPE_MARK in after_json:
+            after_json = LOWER_HEX_ESCAPE.sub(upper_escape, after_json)
+        ts_ms, ts_ns = ts_us_now // 1000, ts_us_now * 1000
+        value = fragments.value_head + b'null,"after":' + after_json + template % (
+            ts_ms, ts_us_now, ts_ns, ts_ms, ts_us_now, ts_ns)
+        return self._key(after), value
+
+    def _read_template(self, last_commit_lsn: int | None, lsn: int | None, snapshot: str | None) -> bytes:
+        """Everything after a READ's ``after`` image, with ``%d`` for the source block's ``ts_ms``,
+        ``ts_us``, ``ts_ns`` and the envelope's (all the emission time)."""
+        fragments = self._fragments
+        incremental = snapshot == "incremental"
+        return b"".join((
+            _literal(b',"source":' + fragments.source_head),
+            b"%d",
+            _literal(b',"snapshot":' + (b'"false"' if snapshot is None else dumps(snapshot)) + fragments.source_db
+                     + dumps(sequence(last_commit_lsn, lsn))),
+            b',"ts_us":%d,"ts_ns":%d',
+            _literal(fragments.source_table + b"null" + b',"lsn":'
+                     + (b"null" if incremental else _int_or_null(lsn)) + SOURCE_TAIL
+                     + b',"transaction":null,"op":' + OP_JSON[_READ]),
+            b',"ts_ms":%d,"ts_us":%d,"ts_ns":%d',
+            _literal(fragments.value_tail),
+        ))
 
     def streamed(
         self,

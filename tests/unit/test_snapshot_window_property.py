@@ -419,10 +419,18 @@ class Simulation:
         self._store(tx.pos)
         return True
 
+    slice_rows: int | None = None
+    """READs per ``emit_pending`` slice; None: drawn at each tick."""
+
     def tick(self) -> None:
-        """Between batches: read-only window close by position, then the next chunk if one is due."""
+        """Between batches: read-only window close by position, one slice of a closed window's READs,
+        then the next chunk if one is due."""
         if self.read_only:
             self.engine.on_position(LSN_BASE + self.cursor, (LSN_BASE + self.cursor, 0))
+            self._store(self.cursor)
+        if self.engine.emitting:
+            size = self.slice_rows or self.data.draw(st.integers(1, 4), label="slice rows")
+            self.engine.emit_pending(size)
             self._store(self.cursor)
         if self.engine.wants_chunk:
             self.engine.read_chunk()
@@ -583,21 +591,62 @@ def test_read_only_visibility_replays_to_the_table(shape: str, data: st.DataObje
 def test_window_evicts_only_while_open_and_returns_rows_in_chunk_order(
         keys: list[bytes], before: list[bytes], inside: list[bytes], stale: bool) -> None:
     window: Window[int] = Window()
-    window.fill("c1", "public.t", [(key, n) for n, key in enumerate(keys)])
+    window.fill("c1", "public.t", range(len(keys)))
     assert window.pending and len(window) == len(keys)
     for key in before:  # before the open marker: the SELECT saw these changes
         assert not window.on_stream_key("public.t", key)
     if stale:  # markers of another chunk (from before a restart) change nothing
         assert not window.open("c0-open")
-        assert window.close("c0-close") is None
+        assert not window.close("c0-close")
     assert window.open("c1-open")
+    assert window.take(len(keys)) == []  # nothing before the close marker
     for key in inside:
         assert not window.on_stream_key("public.other", key)
         window.on_stream_key("public.t", key)
-    rows = window.close("c1-close")
+    assert window.close("c1-close")
+    rows = [n for n in window.take(len(keys)) if not window.superseded(keys[n])]
     assert rows == [n for n, key in enumerate(keys) if key not in inside]
-    assert not window.pending and len(window) == 0
-    assert window.close("c1-close") is None
+    assert window.done and len(window) == 0
+    window.finish()
+    assert not window.pending
+    assert not window.close("c1-close")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.binary(min_size=1, max_size=2), unique=True, min_size=1, max_size=8),
+    slices=st.lists(st.tuples(st.integers(1, 3), st.lists(st.binary(min_size=1, max_size=2), max_size=3)),
+                    max_size=8),
+)
+def test_window_rows_taken_in_slices_are_superseded_by_changes_streamed_before_them(
+        keys: list[bytes], slices: list[tuple[int, list[bytes]]]) -> None:
+    """After the close marker the rows go out a slice at a time; a change streamed before a row's slice
+    supersedes it, one streamed after it does not (the READ went out first), and no change is recorded
+    once the last row was taken."""
+    window: Window[int] = Window()
+    window.fill("c1", "public.t", range(len(keys)))
+    assert window.open("c1-open") and window.close("c1-close")
+    out: list[int] = []
+    for size, streamed in slices:
+        for key in streamed:
+            assert window.on_stream_key("public.t", key) == (not window.done)
+        out += [n for n in window.take(size) if not window.superseded(keys[n])]
+        expected = [n for n in range(len(keys) - len(window)) if not _superseded_before(keys[n], n, slices, keys)]
+        assert out == expected
+
+
+def _superseded_before(key: bytes, index: int, slices: list[tuple[int, list[bytes]]], keys: list[bytes]) -> bool:
+    """Whether a change of ``key`` was streamed before the slice that took row ``index``."""
+    taken = 0
+    streamed: set[bytes] = set()
+    for size, changes in slices:
+        if taken >= len(keys):
+            break
+        streamed.update(changes)
+        taken = min(len(keys), taken + size)
+        if index < taken:
+            return key in streamed
+    return key in streamed
 
 
 # --- regressions found by the properties ------------------------------------------------------------------
@@ -613,6 +662,7 @@ class _NoDraws:
 def test_stopping_a_paused_snapshot_does_not_leave_the_next_one_paused() -> None:
     sim = Simulation(_NoDraws(), SHAPES["int"], False, 2, {(n,): f"i{n}" for n in range(6)})  # type: ignore[arg-type]
     sim.writes_allowed = False
+    sim.slice_rows = 4
     sim.signal("execute")
     sim.signal("execute")  # the table is queued twice
     sim.tick()
@@ -635,17 +685,21 @@ def test_stopping_a_paused_snapshot_does_not_leave_the_next_one_paused() -> None
 
 def test_window_keeps_rows_sharing_an_identity_and_says_how_many_an_eviction_removed() -> None:
     window: Window[str] = Window()
-    window.fill("c1", "public.t", [((1,), "a"), ((), "b"), ((), "c"), ((2,), "d")])
+    identity = {"a": (1,), "b": (), "c": (), "d": (2,)}
+    window.fill("c1", "public.t", ["a", "b", "c", "d"])
     assert len(window) == 4
     assert window.open("c1-open")
-    assert window.on_stream_key("public.t", ()) == 2
-    assert window.close("c1-close") == ["a", "d"]
+    assert window.on_stream_key("public.t", ())
+    assert window.close("c1-close")
+    assert [row for row in window.take(4) if not window.superseded(identity[row])] == ["a", "d"]
+    assert (window.dropped, window.evicted) == (2, 1)  # one streamed image removed two rows
 
 
 def _scripted(shape: str, rows: int, chunk_size: int) -> Simulation:
     sim = Simulation(_NoDraws(), SHAPES[shape], False, chunk_size,  # type: ignore[arg-type]
                      {(n,): f"i{n}" for n in range(rows)})
     sim.writes_allowed = False
+    sim.slice_rows = 4
     return sim
 
 

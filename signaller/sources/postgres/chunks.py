@@ -21,7 +21,7 @@ import orjson
 import psycopg2
 
 from signaller.model import TableId, parse_lsn
-from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkTable, Key, RawRow
+from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkTable, Key, RawRow
 from signaller.sources.postgres.catalog import connect, translate
 from signaller.sources.postgres.chunk_sql import chunk_query, count_query, max_key_query
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
@@ -77,6 +77,7 @@ class PostgresChunkReader(ChunkReader):
         self._signal_table = signal_table
         self._strategy = strategy
         self._conn: Any = None
+        self._cursor_conn: Any = None
 
     def _cursor(self, raw: bool = False) -> Any:
         """A cursor; with ``raw``, every value comes back as the text of the type's output function
@@ -91,10 +92,11 @@ class PostgresChunkReader(ChunkReader):
         return cursor
 
     def close(self) -> None:
-        """Close the connection if one is open; never raises, and the next query connects again."""
-        with contextlib.suppress(Exception):
-            if self._conn is not None:
-                self._conn.close()
+        """Close the connections if open; never raises, and the next query connects again."""
+        for conn in (self._conn, self._cursor_conn):
+            with contextlib.suppress(Exception):
+                if conn is not None:
+                    conn.close()
 
     def _run(self, doing: str, sql: str, params: Any = None, raw: bool = False) -> list[tuple[Any, ...]]:
         """Run ``sql`` and return its rows. ``params`` only with constant statement text: psycopg2 then reads
@@ -138,6 +140,43 @@ class PostgresChunkReader(ChunkReader):
             return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, raw=True)
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
+
+    def read_chunk_streaming(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
+                             first: int) -> tuple[list[RawRow], ChunkRest | None]:
+        """The chunk :meth:`read_chunk` reads, through a server-side cursor on a second connection: its first
+        ``first`` rows now, and (when there may be more) the rest to fetch in slices later. The cursor's query runs
+        on the snapshot taken when it was declared (now, before this returns), so rows fetched later are as of
+        now: the close watermark may be written once this returns. ``ChunkQueryError`` if the query fails."""
+        sql = chunk_query(table, lower, upper, limit)
+        doing = f"reading a chunk of {table.schema}.{table.name}"
+        try:
+            conn = self._cursor_conn
+            if conn is None or conn.closed:
+                conn = self._cursor_conn = connect(self._dsn, "connecting for incremental snapshot chunks")
+                conn.autocommit = True
+                with conn.cursor() as cur:
+                    cur.execute(SESSION_SETUP)
+                conn.autocommit = False
+            cursor = conn.cursor(name="signaller_chunk")
+            psycopg2.extensions.register_type(RAW_TEXT, cursor)
+            cursor.execute(sql)
+            rows = cursor.fetchmany(first)
+        except psycopg2.Error as exc:
+            self._abandon_cursor()
+            raise ChunkQueryError(str(translate(exc, doing))) from exc
+        rest = _CursorRest(self, cursor, doing)
+        if len(rows) < first:
+            rest.close()
+            return rows, None
+        return rows, rest
+
+    def _abandon_cursor(self) -> None:
+        conn = self._cursor_conn
+        with contextlib.suppress(Exception):
+            if conn is not None and not conn.closed:
+                conn.rollback()
+        if conn is not None and conn.closed:
+            self._cursor_conn = None
 
     def read_chunk_visible(self, table: ChunkTable, lower: Key | None, upper: Key | None,
                            limit: int) -> tuple[list[RawRow], VisibleSnapshot, int]:
@@ -185,6 +224,36 @@ class PostgresChunkReader(ChunkReader):
             return
         values = (f"{chunk_id}-{kind}", f"snapshot-window-{kind}", debezium_metadata_text(metadata))
         self._run("writing a watermark", f"INSERT INTO {target} VALUES ({', '.join(map(quote_literal, values))})")
+
+
+class _CursorRest(ChunkRest):
+    """The rest of a chunk on ``PostgresChunkReader``'s cursor connection (see ``read_chunk_streaming``)."""
+
+    def __init__(self, reader: PostgresChunkReader, cursor: Any, doing: str) -> None:
+        self._reader = reader
+        self._cursor: Any = cursor
+        self._doing = doing
+
+    def fetch(self, count: int) -> list[RawRow]:
+        """The next ``count`` rows at most; fewer means the chunk is complete (the cursor is closed then)."""
+        if self._cursor is None:
+            return []
+        try:
+            rows: list[RawRow] = self._cursor.fetchmany(count)
+        except psycopg2.Error as exc:
+            self.close()
+            raise ChunkQueryError(str(translate(exc, self._doing))) from exc
+        if len(rows) < count:
+            self.close()
+        return rows
+
+    def close(self) -> None:
+        """End the cursor's transaction; never raises."""
+        cursor, self._cursor = self._cursor, None
+        if cursor is not None:
+            with contextlib.suppress(Exception):
+                cursor.close()
+            self._reader._abandon_cursor()
 
 
 def debezium_metadata_text(metadata: dict[str, Any]) -> str:
