@@ -106,7 +106,8 @@ def test_logical_types_of_other_producers_and_references() -> None:
     assert fields["tags"]["values"] == {"type": "string", "optional": False}
     assert "logicalType" not in json.dumps(without_logical_types(avro))
     with pytest.raises(SchemaLookupError):
-        read_schema(9, json.dumps({"type": "record", "name": "R", "fields": [{"name": "u", "type": ["int", "string"]}]}))
+        union = {"name": "u", "type": ["int", "string"]}
+        read_schema(9, json.dumps({"type": "record", "name": "R", "fields": [union]}))
 
 
 class _Opener:
