@@ -6,7 +6,7 @@ Each table has two twins under one topic prefix: ``<name>_json`` (the JsonConver
 events at the same offsets, so one ``availableNow`` run of the job (format ``auto``: each record
 read by its first byte) applies both and every stored value, ``_cdc_seq`` included, must match.
 Phase 1 creates the tables (every type of the JSON tests, duplicates, a key change, deletes,
-unchanged TOAST, a snapshot read) and two bad records per twin: a record the decoder cannot read
+unchanged TOAST, a snapshot read, a truncate) and two bad records per twin: a record the decoder cannot read
 (truncated) and, in Avro, an unknown schema id. Phase 2 replays phase 1 under new offsets, brings
 late events and a new table schema (a new schema id: a widened and an added column). Then the last
 batch of the Avro items topic is replayed with the same batch id: nothing is written.
@@ -128,7 +128,8 @@ def scenario(spark: Any, stack: StackSettings, schema_registry: str,
         types = SourceTable(prefix, f"types_{fmt}", type_cols, modes=type_modes, avro=avro)
         evol = SourceTable(prefix, f"evol_{fmt}", evol_v1, avro=avro)
         evol2 = SourceTable(prefix, f"evol_{fmt}", evol_v2, avro=avro)
-        for table in (items, types, evol):
+        trunc = SourceTable(prefix, f"trunc_{fmt}", [ID, col("v", "text")], avro=avro)
+        for table in (items, types, evol, trunc):
             create_topic(stack.bootstrap_servers, table.topic)
             topics[table.table.table_id.table] = table.topic
         produce(stack.bootstrap_servers, items.topic, _items_phase1(items) + _bad(items, fmt))
@@ -138,6 +139,14 @@ def scenario(spark: Any, stack: StackSettings, schema_registry: str,
         ])
         produce(stack.bootstrap_servers, evol.topic, [
             evol.event("c", 100, 110, after={"id": "1", "name": "a", "qty": "1", "small": "-7"})])
+        produce(stack.bootstrap_servers, trunc.topic, [
+            trunc.event("c", 100, 110, after={"id": "1", "v": "x"}),
+            trunc.event("c", 100, 120, after={"id": "2", "v": "y"}),
+            trunc.event("t", 200, 210), trunc.event("c", 300, 310, after={"id": "3", "v": "z"}),
+            trunc.event("c", 150, 150, after={"id": "9", "v": "late"}),  # older than the truncate: dropped
+        ])
+        phase2 += [(trunc.topic, [trunc.event("c", 180, 180, after={"id": "8", "v": "late"}),
+                                  trunc.event("c", 400, 410, after={"id": "4", "v": "w"})])]
         phase2 += [(items.topic, _items_phase2(items)), (evol.topic, [
             evol2.event("u", 200, 210, after={"id": "1", "name": "a2", "qty": "5000000000", "small": "32767",
                                               "extra": "x"}),
@@ -163,7 +172,7 @@ def _version(spark: Any, path: str) -> int:
 
 
 # -- tests ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("table", ["items", "types", "evol"])
+@pytest.mark.parametrize("table", ["items", "types", "evol", "trunc"])
 def test_avro_tables_equal_their_json_twins(scenario: Scenario, table: str) -> None:
     json_table, avro_table = scenario.table(f"{table}_json"), scenario.table(f"{table}_avro")
     assert avro_table.schema == json_table.schema
@@ -173,6 +182,10 @@ def test_avro_tables_equal_their_json_twins(scenario: Scenario, table: str) -> N
 def test_avro_items_converge_like_json(scenario: Scenario) -> None:
     rows = scenario.rows("items_avro")
     assert {i: (r["name"], r["qty"], r["note"], r["codes"]) for i, r in rows.items()} == ITEMS_FINAL
+
+
+def test_avro_truncates_remove_older_rows(scenario: Scenario) -> None:
+    assert {i: r["v"] for i, r in scenario.rows("trunc_avro").items()} == {3: "z", 4: "w"}
 
 
 def test_every_type_round_trips_through_avro(scenario: Scenario) -> None:
