@@ -9,7 +9,9 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    framed batch is cached); group the records by their embedded envelope schema
    (JsonConverter ``schemas.enable=true``), parsed once per job (``SchemaCache``), or, for records
    without one, take the columns from the target table and infer the types of new columns from
-   the batch's ``after``/``before``;
+   the batch's ``after``/``before``; Avro records (Confluent wire format, ``format`` ``auto`` or
+   ``avro``) are grouped by their writer schema id, the schema fetched once from the registry
+   (``spark_jobs.avro_schemas``) and the bodies decoded by ``from_avro``, once per id;
 2. reconcile those columns with the stored table: new columns are added, types Delta can widen
    are widened, an incompatible change (e.g. INT → STRING, other key columns) sends the table's
    records of this batch to the dead-letter table, naming the column and both types;
