@@ -14,8 +14,9 @@ milliseconds as numbers) and the same SQL converts them.
 :class:`Registry` asks the registry's Confluent-compatible API (``GET /schemas/ids/<id>``) with the
 standard library; a registry that cannot be reached (or answers 5xx, 408, 429) is retried with
 backoff, then :class:`RegistryUnavailableError` fails the batch (it is retried when the query
-restarts; no offset moves). An id the registry does not know, or a schema the job cannot map, is
-a :class:`SchemaLookupError` (a ``ValueError``): its records are dead-lettered.
+restarts; no offset moves), and so does one that refuses the job's credentials (401, 403:
+:class:`RegistryAccessError`, not retried). An id the registry does not know, or a schema the job
+cannot map, is a :class:`SchemaLookupError` (a ``ValueError``): its records are dead-lettered.
 :class:`AvroSchemas` caches the answers on the driver (ids never change meaning).
 """
 
@@ -52,6 +53,10 @@ _TRANSIENT = frozenset({408, 429})
 
 class RegistryUnavailableError(RuntimeError):
     """The registry could not be reached (or kept failing) after the retries: the batch fails."""
+
+
+class RegistryAccessError(RuntimeError):
+    """The registry refused the job's credentials (HTTP 401/403): the batch fails, nothing is dead-lettered."""
 
 
 class SchemaLookupError(ValueError):
@@ -101,6 +106,10 @@ class Registry:
                 if exc.code >= 500 or exc.code in _TRANSIENT:
                     problem = f"HTTP {exc.code}: {reason}"
                     continue
+                if exc.code in (401, 403):
+                    msg = (f"schema registry at {self.url} refused access (HTTP {exc.code}; check "
+                           f"schema_registry_user_info): {reason}")
+                    raise RegistryAccessError(msg) from None
                 msg = f"schema id {schema_id}: the registry answered HTTP {exc.code}: {reason}"
                 raise SchemaLookupError(msg) from None
             except (OSError, ValueError) as exc:

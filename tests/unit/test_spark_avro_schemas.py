@@ -18,6 +18,7 @@ from signaller.wire.avro_serializer import AvroTableSerializer
 from spark_jobs.avro_schemas import (
     AvroSchemas,
     Registry,
+    RegistryAccessError,
     RegistryUnavailableError,
     SchemaLookupError,
     connect_node,
@@ -135,6 +136,8 @@ def test_registry_retries_outages_and_refusals_are_lookup_errors() -> None:
     assert opener.requests[0].get_header("Authorization") == "Basic dTpwdw=="
     with pytest.raises(SchemaLookupError, match="HTTP 404"):
         Registry("http://reg", opener=_Opener([_http(404)])).schema_text(8)
+    with pytest.raises(RegistryAccessError, match="HTTP 401"):
+        Registry("http://reg", opener=_Opener([_http(401)])).schema_text(8)
     with pytest.raises(RegistryUnavailableError, match="2 attempts"):
         Registry("http://reg", opener=_Opener([OSError("a"), OSError("b")]), attempts=2, backoff_s=0).schema_text(9)
     schemas = AvroSchemas(Registry("http://reg", opener=_Opener([_http(404)])))
