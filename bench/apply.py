@@ -16,6 +16,9 @@ then the remaining rows are appended in that layout.
   ``BatchApplier`` exactly as ``foreachBatch`` would: one untimed warm-up batch, then
   ``batches_small`` batches of ``small`` changes, then ``batches_large`` batches of ``large``
   changes, each timed around the ``BatchApplier`` call. The row count afterwards is checked.
+  Once more (one run) with the same batches rendered by ``AvroTableSerializer`` (the Confluent
+  wire format, schemas registered in the stack's registry, which the job fetches by id), and the
+  mean key + value bytes of a change record (tombstones aside) in both formats.
 * **end to end** (per run): a sidecar (:mod:`bench.sidecar`, default settings) streams a fresh
   PostgreSQL table; the apply job's own streaming query (``start_query``, ``processingTime`` 1 s)
   applies its topic into a copy of the cached table; a writer commits ``e2e_rate`` changes/s
@@ -53,7 +56,10 @@ from bench.scratch import Scratch
 from bench.stats import Figure, percentile, summarize
 from devtools import StackSettings
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
+from signaller.sinks.registry import SchemaRegistryClient
+from signaller.sinks.subjects import RegistrySubjects
 from signaller.sources.postgres.codecs import TypeModes, codec_for
+from signaller.wire.avro_serializer import AvroTableSerializer
 from signaller.wire.envelope import EnvelopeSerializer
 
 TABLE_SQL = "id bigint PRIMARY KEY, v int NOT NULL, note text, stamp_us bigint"
@@ -136,12 +142,21 @@ def _label(n: int) -> str:
 
 
 class _Events:
-    """Debezium change events of the benchmark table, as the sidecar renders them."""
+    """Debezium change events of the benchmark table, as the sidecar renders them: JSON with schemas,
+    or Avro in the Confluent wire format when ``registry_url`` is given (schemas registered there).
+    The same ``seed`` gives the same events in either format."""
 
-    def __init__(self, topic_prefix: str, rows: int, seed: int = 7) -> None:
+    def __init__(self, topic_prefix: str, rows: int, seed: int = 7, registry_url: str | None = None) -> None:
         table = TableSchema(TableId("public", TABLE), COLUMNS, key=("id",))
         codecs = {c.name: codec_for(c, TypeModes()) for c in COLUMNS}
-        self.serializer = EnvelopeSerializer(table, codecs, topic_prefix=topic_prefix, database="inventory")
+        self.serializer: EnvelopeSerializer | AvroTableSerializer
+        if registry_url is None:
+            self.serializer = EnvelopeSerializer(table, codecs, topic_prefix=topic_prefix, database="inventory")
+        else:
+            ids = RegistrySubjects(SchemaRegistryClient(registry_url), SchemaRegistryClient(registry_url))
+            self.serializer = AvroTableSerializer(table, codecs, topic=f"{topic_prefix}.public.{TABLE}",
+                                                  topic_prefix=topic_prefix, database="inventory", ids=ids,
+                                                  schema_names="avro")  # the prefix has '-'s
         self.topic = self.serializer.topic
         self.table_id = table.table_id
         self.rng = random.Random(seed)
@@ -378,11 +393,14 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, cached: Path,
                     log: Any, detail: list[dict[str, Any]], deletion_vectors: bool = False,
-                    runs: int | None = None) -> list[dict[str, float]]:
+                    runs: int | None = None, registry_url: str | None = None) -> list[dict[str, float]]:
     """One copy of the cached table and one ``BatchApplier``: a warm-up batch, then per run
-    ``batches_small`` batches of ``small`` changes and ``batches_large`` of ``large``. Appends every
-    batch's report (phases, Spark work, Delta commits) to ``detail``."""
-    events = _Events(f"bench-apply-{uuid.uuid4().hex[:8]}", options.rows)
+    ``batches_small`` batches of ``small`` changes and ``batches_large`` of ``large`` (Avro records
+    when ``registry_url`` is given). Appends every batch's report (phases, Spark work, Delta
+    commits) to ``detail``; the first result also holds ``bytes_per_record`` (key + value of a
+    change record, tombstones aside)."""
+    events = _Events(f"bench-apply-{uuid.uuid4().hex[:8]}", options.rows, registry_url=registry_url)
+    variant = " dv" if deletion_vectors else " avro" if registry_url else ""
     plan: list[tuple[str, int]] = [("warmup", options.warmup)]
     for index in range(options.runs if runs is None else runs):
         plan += [(f"{index}:small", options.small)] * options.batches_small
@@ -400,10 +418,13 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
         _produce(settings, events.topic, records)
         log(f"  produced {len(records):,} records ({sum(len(v or b'') for _, v in records) / 1e6:,.0f} MB of values) "
             f"in {time.monotonic() - t0:.0f}s")
-        del records
+        changes = [len(k or b"") + len(v) for k, v in records if v is not None]
+        bytes_per_record = sum(changes) / len(changes)
+        del records, changes
         shutil.copytree(cached, root / "public" / TABLE)
         seen = worker.send({"cmd": "batches", "bootstrap_servers": settings.bootstrap_servers, "topic": events.topic,
-                            "target_root": str(root), "batches": batches, "deletion_vectors": deletion_vectors})
+                            "target_root": str(root), "batches": batches, "deletion_vectors": deletion_vectors,
+                            "schema_registry_url": registry_url})
         timings: dict[str, float] = defaultdict(float)
         phases: dict[str, list[dict[str, float]]] = defaultdict(list)
         results = []
@@ -411,7 +432,7 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             report, seen = worker.next_report(("batch",), seen, 1800, f"apply batch {label}")
             timings[label] += report["seconds"]
             phases[label].append(batch_phases(report))
-            detail.append({"label": label + (" dv" if deletion_vectors else ""), "seconds": round(report["seconds"], 3),
+            detail.append({"label": label + variant, "seconds": round(report["seconds"], 3),
                            "phases_ms": phases[label][-1],
                            "spark": report.get("spark", {}), "delta": report.get("delta", {})})
             last_of_run = number + 1 == len(batches) or batches[number + 1][0].split(":")[0] != label.split(":")[0]
@@ -424,7 +445,7 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             result = {"small": options.small * options.batches_small / timings[f"{index}:small"],
                       "large": options.large * options.batches_large / timings[f"{index}:large"]}
             result.update({f"phase:{k}": v for k, v in _mean(phases[f"{index}:large"]).items()})
-            dv = " (deletion vectors)" if deletion_vectors else ""
+            dv = " (deletion vectors)" if deletion_vectors else " (Avro)" if registry_url else ""
             log(f"  throughput run {index + 1}{dv}: {result['small']:,.0f} changes/s in batches of "
                 f"{options.small:,}, {result['large']:,.0f} in batches of {options.large:,}")
             breakdown = _mean(phases[f"{index}:large"])
@@ -434,6 +455,7 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
         if done["rows"] != events.expected_rows or done["dead_letters"]:
             raise RuntimeError(f"apply: {done}; expected {events.expected_rows} rows and no dead letters")
         results[0]["warmup_s"] = timings["warmup"]
+        results[0]["bytes_per_record"] = bytes_per_record
     finally:
         shutil.rmtree(root, ignore_errors=True)
         _admin_topics(settings, delete=[events.topic])
@@ -746,6 +768,8 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         detail: list[dict[str, Any]] = []
         tput = throughput_runs(settings, options, worker, cached, log, detail)
         tput_dv = throughput_runs(settings, options, worker, cached, log, detail, deletion_vectors=True, runs=1)
+        tput_avro = throughput_runs(settings, options, worker, cached, log, detail, runs=1,
+                                    registry_url=settings.registry_url)
         snap = snapshot_runs(settings, options, worker, log, detail)
         e2e, session = e2e_session(settings, options, worker, cached)
         for index, result in enumerate(e2e):
@@ -786,6 +810,16 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
                                                note=f"as changes_per_s_{small}, with deletion vectors (one run)"),
         "changes_per_s_dv": summarize(col(tput_dv, "large"), "changes/s", digits=0,
                                       note=f"= changes_per_s_{large}_dv"),
+        f"avro_changes_per_s_{small}": summarize(col(tput_avro, "small"), "changes/s", digits=0,
+                                                 note=f"as changes_per_s_{small}, the same changes as Avro records "
+                                                      "(Confluent wire format, schemas from the registry; one run)"),
+        "avro_changes_per_s": summarize(col(tput_avro, "large"), "changes/s", digits=0,
+                                        note=f"as changes_per_s_{large}, the same changes as Avro records (one run)"),
+        "json_bytes_per_record": summarize([tput[0]["bytes_per_record"]], "bytes", digits=1,
+                                           note="key + value of a change record of the mixed batches, JSON with "
+                                                "schemas (tombstones aside)"),
+        "avro_bytes_per_record": summarize([tput_avro[0]["bytes_per_record"]], "bytes", digits=1,
+                                           note="the same records as Avro (5-byte header + Avro binary)"),
         "backfill_rows_per_s": summarize([snap["backfill"]], "rows/s", digits=0,
                                          note=f"an incremental snapshot of {options.rows:,} rows (r events) into an "
                                               f"empty table, batches of {options.large:,}"),

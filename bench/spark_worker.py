@@ -12,7 +12,8 @@ per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
   N+1..R in the table's own column layout (``_cdc_seq = (C, id, 0)``, ``_cdc_op = 'c'``) as ``F``
   files → ``{"event": "built", "files", "rows"}``;
 * ``{"cmd": "batches", "topic", "target_root", "batches": [[label, start, end], ...],
-  "deletion_vectors": false}``: a new ``BatchApplier`` (its config's ``deletion_vectors``); each
+  "deletion_vectors": false, "schema_registry_url": null}``: a new ``BatchApplier`` (its config's
+  ``deletion_vectors`` and ``schema_registry_url``, where Avro records' schemas are fetched); each
   batch is ``spark.read`` of offsets ``[start, end)`` of partition 0 handed to
   it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds", "phases_ms", "spark", "delta"}``
   each (``phases_ms``: ``BatchApplier.last_clock.breakdown()``; ``spark``: jobs, stages and tasks per
@@ -165,7 +166,8 @@ class Worker:
     def batches(self, command: dict[str, Any]) -> None:
         from spark_jobs.apply_changes import BatchApplier, table_path
 
-        cfg = self._config(command, deletion_vectors=bool(command.get("deletion_vectors", False)))
+        cfg = self._config(command, deletion_vectors=bool(command.get("deletion_vectors", False)),
+                           schema_registry_url=command.get("schema_registry_url"))
         applier = BatchApplier(cfg)
         _, path = table_path(cfg, command["topic"])
         logs = {"target": Path(path) / "_delta_log", "tombstones": Path(applier._tomb_path(path)) / "_delta_log"}

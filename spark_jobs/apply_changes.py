@@ -9,7 +9,9 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    framed batch is cached); group the records by their embedded envelope schema
    (JsonConverter ``schemas.enable=true``), parsed once per job (``SchemaCache``), or, for records
    without one, take the columns from the target table and infer the types of new columns from
-   the batch's ``after``/``before``;
+   the batch's ``after``/``before``; Avro records (Confluent wire format, ``format`` ``auto`` or
+   ``avro``) are grouped by their writer schema id, the schema fetched once from the registry
+   (``spark_jobs.avro_schemas``) and the bodies decoded by ``from_avro``, once per id;
 2. reconcile those columns with the stored table: new columns are added, types Delta can widen
    are widened, an incompatible change (e.g. INT → STRING, other key columns) sends the table's
    records of this batch to the dead-letter table, naming the column and both types;
@@ -48,6 +50,7 @@ import time
 from typing import Any
 
 from spark_jobs import decode, sequence
+from spark_jobs.avro_schemas import AvroSchemas, Registry
 from spark_jobs.connect_schema import ColumnSpec, UnsupportedSchemaError, reconcile
 from spark_jobs.dead_letters import DeadLetters
 from spark_jobs.decode import BatchError, Group
@@ -85,6 +88,8 @@ class BatchApplier:
         self.writer = DeltaWriter(cfg, self._phase)
         self.dead_letters = DeadLetters(cfg)
         self.schemas = SchemaCache()
+        registry = Registry(cfg.schema_registry_url, cfg.schema_registry_user_info) if cfg.schema_registry_url else None
+        self.avro_schemas = AvroSchemas(registry)
         self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
         self._clock: PhaseClock | None = None
 
@@ -129,12 +134,12 @@ class BatchApplier:
     def _framed(self, data: Any, split: bool) -> tuple[Any | None, list[Any]]:
         """The batch framed and cached, and its distinct schemas, each in the schema cache; None
         when a split schema text is not a JSON object (frame again without splitting)."""
-        framed = frame(data, split=split).persist()
+        framed = frame(data, split=split, fmt=self.cfg.format).persist()
         found = discover(framed)
-        keys = [SchemaKey(r._split, r._schema_hash) for r in found]
+        keys = [SchemaKey(r._split, r._schema_hash, r._avro) for r in found]
         missing = self.schemas.missing(keys)
         if missing:
-            for key, text in schema_texts(data, missing, split).items():
+            for key, text in schema_texts(data, missing, split, self.cfg.format).items():
                 self.schemas.add(key, text)
         if any(k.split and self.schemas.failed(k) for k in keys):
             framed.unpersist()
@@ -143,17 +148,24 @@ class BatchApplier:
 
     # -- one table ------------------------------------------------------------------------
     def _apply_topic(self, spark: Any, framed: Any, raw: Any, topic: str, batch_id: int, found: list[Any]) -> None:
+        """Dead letters of a topic are written once per batch (the idempotent-write id is per topic
+        and batch: a second append would be skipped as done)."""
+        from pyspark.sql import functions as F
+
         started = time.monotonic()
         name, path = table_path(self.cfg, topic)
+        unreadable: list[Any] = []  # the records of groups whose schema cannot be used, with the reason
         try:
             with self._phase("schema"):
                 state = self.tables.state(spark, path)
                 groups = self._groups(spark, framed, state, found)
             for bad_group in [g for g in groups if g.error]:
-                rows = decode.group_rows(frame(raw, split=bad_group.split, keep_raw=True), bad_group)
-                self._dead_letter(rows, topic, bad_group.error or "", batch_id)
+                rows = decode.group_rows(frame(raw, split=bad_group.split, keep_raw=True, fmt=self.cfg.format),
+                                         bad_group)
+                unreadable.append(rows.select(*RAW).withColumn("reason", F.lit(bad_group.error or "")))
             groups = [g for g in groups if not g.error]
             if not groups:
+                self._dead_letters(unreadable, topic, batch_id)
                 return
             keys = decode.batch_keys(groups, state)
             rec = reconcile(state.columns if state else None, [g.columns for g in groups])
@@ -162,7 +174,7 @@ class BatchApplier:
             missing = [k for k in keys if k not in {c.name for c in rec.columns}]
             if missing:
                 raise BatchError(f"key column(s) {missing} are not columns of the row")
-        except BatchError as exc:
+        except BatchError as exc:  # every record of the topic, the unreadable ones too
             self._dead_letter(raw, topic, str(exc), batch_id)
             return
         except (UnsupportedSchemaError, ValueError, KeyError, TypeError) as exc:
@@ -176,12 +188,9 @@ class BatchApplier:
         with self._phase("decode"):
             stats = decode.batch_stats(events, rec.columns, keys)
         if stats.bad:  # the raw records come from the batch, not through the decoded events
-            from pyspark.sql import functions as F
-
             bad = events.where(F.col("_reason").isNotNull()).select(*POSITION, F.col("_reason").alias("reason"))
-            with self._phase("dead_letters"):
-                self.dead_letters.append(raw.join(bad, on=list(POSITION)).select(*RAW, "reason"), topic,
-                                         batch_id, stats.bad)
+            unreadable.append(raw.join(bad, on=list(POSITION)).select(*RAW, "reason"))
+        self._dead_letters(unreadable, topic, batch_id, stats.bad if len(unreadable) == 1 and stats.bad else None)
         good = events.where("_reason IS NULL").drop("_reason", "topic", "partition")
         with self._phase("ddl"):
             self.tables.ensure(spark, path, name, state, rec, keys)
@@ -191,7 +200,7 @@ class BatchApplier:
               f"{stats.deletes} delete(s) in {time.monotonic() - started:.1f}s", file=sys.stderr)
 
     def _groups(self, spark: Any, framed: Any, state: TableState | None, found: list[Any]) -> list[Group]:
-        return decode.groups(spark, framed, state, found, self.schemas)
+        return decode.groups(spark, framed, state, found, self.schemas, self.avro_schemas)
 
     def _apply_events(
         self, spark: Any, events: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str,
@@ -252,6 +261,16 @@ class BatchApplier:
                 writer.collect_tombstones(spark, path, name, batch_id)
         finally:
             writer.clear_txn(spark)
+
+    def _dead_letters(self, parts: list[Any], topic: str, batch_id: int, count: int | None = None) -> None:
+        """One append of ``parts`` (raw columns and ``reason``), if any; ``count``: their rows, if known."""
+        if not parts:
+            return
+        rows = parts[0]
+        for part in parts[1:]:
+            rows = rows.unionByName(part)
+        with self._phase("dead_letters"):
+            self.dead_letters.append(rows, topic, batch_id, count)
 
     def _dead_letter(self, rows: Any, topic: str, reason: str, batch_id: int) -> None:
         from pyspark.sql import functions as F

@@ -8,6 +8,11 @@ builds the events of one group in the table's reconciled columns (``_cdc_seq``, 
 applied); :func:`batch_stats` counts the batch in one job (events, dead letters, deletes, reads,
 the newest truncate, the key range); :func:`fill_unchanged` carries unchanged-TOAST values
 forward within the batch.
+
+Avro records (see :mod:`spark_jobs.avro_schemas`) form one group per writer schema id: their
+columns come from the registered schema read as Connect nodes, the bodies are decoded by
+``from_avro`` in one pass per id, and from the row image on everything is the JSON path's code.
+A record ``from_avro`` cannot decode (truncated, another schema) is a dead letter.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from spark_jobs import sequence
+from spark_jobs.avro_schemas import HEADER_BYTES, AvroSchemas, key_fields
 from spark_jobs.connect_schema import (
     ColumnSpec,
     UnsupportedSchemaError,
@@ -61,13 +67,20 @@ class Group:
     columns: list[ColumnSpec]
     error: str | None = None  # the schema cannot be used: the group's records are dead-lettered
     split: bool = False  # framed by string split (see spark_jobs.frame)
+    avro: bool = False  # Confluent wire format: schema_hash is the writer schema's id
+    reader: str | None = None  # Avro: the schema text from_avro decodes with
 
 
 def groups(spark: Any, framed: Any, state: StoredTable | None, found: list[Any],
-           schemas: SchemaCache) -> list[Group]:
-    """One :class:`Group` per distinct envelope schema of the topic's records (oldest first)."""
+           schemas: SchemaCache, avro: AvroSchemas | None = None) -> list[Group]:
+    """One :class:`Group` per distinct envelope schema of the topic's records (oldest first).
+
+    Avro schemas are looked up in ``avro`` (may raise ``RegistryUnavailableError``: the batch fails)."""
     groups = []
     for row in found:
+        if row._avro:
+            groups.append(avro_group(row, avro or AvroSchemas(None)))
+            continue
         keys = sequence.key_names(row.key)
         if row._schema_hash is None:
             columns = schemaless_columns(spark, framed, row._wrapped, row._split, state)
@@ -84,6 +97,24 @@ def groups(spark: Any, framed: Any, state: StoredTable | None, found: list[Any],
     return groups
 
 
+def avro_group(row: Any, avro: AvroSchemas) -> Group:
+    """The :class:`Group` of a :func:`spark_jobs.frame.discover` row of Avro records: its columns from
+    the writer schema, its key columns from the key's schema (or the key's JSON text)."""
+    schema_id = row._schema_hash
+    if schema_id is None:
+        error = "not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro body)"
+        return Group(row._wrapped, None, None, [], [], error, row._split, avro=True)
+    try:
+        schema = avro.get(schema_id)
+        columns = row_columns(envelope_row_struct(schema.connect))
+        keys = key_fields(avro.get(row.key_id)) if row.key_id is not None else sequence.key_names(row.key)
+    except (UnsupportedSchemaError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return Group(row._wrapped, schema_id, None, [], [], f"cannot read the record schema: {exc}", row._split,
+                     avro=True)
+    return Group(row._wrapped, schema_id, schema.connect, keys, columns, None, row._split, avro=True,
+                 reader=schema.reader)
+
+
 def group_rows(framed: Any, group: Group) -> Any:
     """The framed records of ``group``."""
     from pyspark.sql import functions as F
@@ -91,7 +122,8 @@ def group_rows(framed: Any, group: Group) -> Any:
     match = (F.col("_schema_hash") == group.schema_hash) if group.schema_hash is not None else (
         F.col("_schema_hash").isNull()
     )
-    return framed.where((F.col("_wrapped") == group.wrapped) & (F.col("_split") == group.split) & match)
+    return framed.where((F.col("_wrapped") == group.wrapped) & (F.col("_split") == group.split)
+                        & (F.col("_avro") == group.avro) & match)
 
 
 def schemaless_columns(spark: Any, framed: Any, wrapped: bool, split: bool, state: StoredTable | None,
@@ -147,11 +179,17 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     text, to tell a JSON null from a value that did not convert and to quote it in the reason."""
     from pyspark.sql import functions as F
 
-    row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
-    payload = F.from_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
-                                                          f"before: {row_ddl}, after: {row_ddl}"))
+    if group.avro:
+        rows = group_rows(framed, group)
+        payload = F.col("_envelope")
+        rows = rows.select("*", _from_avro(group).alias("_envelope"))
+    else:
+        row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
+        payload = F.from_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
+                                                              f"before: {row_ddl}, after: {row_ddl}"))
+        rows = group_rows(framed, group)
     op = payload["op"]
-    base = group_rows(framed, group).select(
+    base = rows.select(
         *POSITION, "key_str", "_payload",
         op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
         sequence.seq_column(payload["source"]["sequence"], payload["source"]["lsn"], F.col("offset")).alias(
@@ -166,6 +204,8 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
             values.append(F.lit(None).cast(target.target_ddl).alias(target.name))
             continue
         ref = f"_row.{quote(spec.name)}"
+        if group.avro and _small_ints(spec.node):  # Avro has no int8/int16: ints, narrowed as JSON parses them
+            ref = f"try_cast({ref} AS {spec.raw_ddl})"
         raw = F.col("_row")[spec.name]
         decoded = F.expr(spec.target_expr.replace("{col}", ref))
         is_placeholder = F.coalesce(F.expr(spec.toast_test.replace("{col}", ref)), F.lit(False)) if (
@@ -181,13 +221,15 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
             suspect = suspect | (raw.isNotNull() & (
                 F.size(F.filter(value, lambda x: x.isNull())) != F.size(F.filter(raw, lambda x: x.isNull()))
             ))
-        text = _row_text_of(spec.name)  # evaluated only for suspect rows (a CASE branch)
+        text = _avro_text_of(raw, spec) if group.avro else _row_text_of(spec.name)  # only for suspect rows
         bad.append(F.when(suspect, F.when(text.isNotNull(), F.concat(
             F.lit(f"undecodable value of column {spec.name!r} ({spec.raw_ddl} → {target.target_ddl}): "),
             F.substring(text, 1, 200),
         ))))
     row_op = F.col("_cdc_op") != "t"
+    undecodable = f"undecodable Avro record (writer schema id {group.schema_hash})"
     before_values = F.coalesce(
+        *([F.when(F.col("_cdc_op").isNull(), F.lit(undecodable))] if group.avro else []),
         F.when(F.col("_cdc_op").isNull(), F.lit("no op (not a Debezium change event)")),
         F.when(~F.col("_cdc_op").isin(*OPS), F.concat(F.lit("unknown op "), F.col("_cdc_op"))),
         F.when(row_op & F.col("_row").isNull(), F.lit("no row image (before/after) for the op")),
@@ -213,6 +255,34 @@ def _may_fail(spec: ColumnSpec, target: ColumnSpec) -> bool:
     """Whether a value of ``spec`` present in a record can fail to decode: any conversion or
     non-text parse can; a text column stored as text cannot."""
     return spec.converted or spec.raw_ddl != "STRING" or target.target_ddl != "STRING"
+
+
+def _from_avro(group: Group) -> Any:
+    """The Avro body (after the 5-byte header) of the group's records decoded with its writer
+    schema; an undecodable body gives a null ``op`` (PERMISSIVE), never a failed job."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    assert group.reader is not None
+    return from_avro(F.expr(f"substring(_body, {HEADER_BYTES + 1})"), group.reader, {"mode": "PERMISSIVE"})
+
+
+def _small_ints(node: dict[str, Any]) -> bool:
+    """Whether ``node`` holds an ``int8``/``int16`` (read by Avro as ``int``)."""
+    if node.get("type") in ("int8", "int16"):
+        return True
+    inner = [node.get("items"), node.get("values"), *(node.get("fields") or [])]
+    return any(isinstance(n, dict) and _small_ints(n) for n in inner)
+
+
+def _avro_text_of(raw: Any, spec: ColumnSpec) -> Any:
+    """The text of an Avro-decoded value, for a dead letter's reason (JSON but for plain strings)."""
+    from pyspark.sql import functions as F
+
+    if spec.raw_ddl == "STRING":
+        return raw
+    wrapped = F.to_json(F.struct(raw.alias("v")))  # {"v":<value>}
+    return F.when(raw.isNotNull(), F.regexp_extract(wrapped, r'^\{"v":(.*)\}$', 1))
 
 
 def _row_text_of(name: str) -> Any:

@@ -18,6 +18,14 @@ with a schema they do not carry.
 The schema text of a hash the cache has not seen is read back from the records themselves
 (:func:`schema_texts`): one extra pass over the batch when a table's schema is new or changed,
 none otherwise.
+
+Avro records (``fmt`` ``avro``, or ``auto``: a value that starts with the magic byte 0 and holds a
+schema id) are in the Confluent wire format: ``_avro`` is true, ``_schema_hash`` is the writer
+schema's registry id (bytes 2..5; null when the record is not in the wire format), ``_body`` the
+whole value (``spark_jobs.decode`` decodes from byte 6) and ``_key_id`` the key's schema id when
+the key is in the wire format too. Their schemas come from the registry
+(:mod:`spark_jobs.avro_schemas`), never from the batch. JSON records have ``_avro`` false and
+null ``_body``/``_key_id``.
 """
 
 from __future__ import annotations
@@ -35,28 +43,50 @@ _SCHEMA_PREFIX = '{"schema":'
 _PAYLOAD_KEY = ',"payload":'
 
 
+FORMATS = ("auto", "json", "avro")
+"""How record values are read: detected per record by the magic byte, or all of one format."""
+
+
 @dataclass(frozen=True)
 class SchemaKey:
-    """A distinct envelope schema of a batch: how it was framed and its hash (None: no schema)."""
+    """A distinct envelope schema of a batch: how it was framed and its hash (None: no schema);
+    for an Avro record (``avro``) the hash is the writer schema's registry id."""
 
     split: bool
     schema_hash: int | None
+    avro: bool = False
 
 
-def frame(data: Any, split: bool = True, keep_raw: bool = False) -> Any:
+def _wire_id(column: str) -> Any:
+    """The schema id of a value in the Confluent wire format, else null."""
+    from pyspark.sql import functions as F
+
+    framed = F.expr(f"octet_length({column}) >= 5 AND substring({column}, 1, 1) = X'00'")
+    return F.when(framed, F.expr(f"CAST(conv(hex(substring({column}, 2, 4)), 16, 10) AS BIGINT)"))
+
+
+def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "json") -> Any:
     """``data`` (Kafka rows with a non-null ``value``) framed: ``topic``, ``partition``, ``offset``,
     ``key_str``, ``_wrapped`` (``schema``/``payload`` envelope), ``_split`` (framed by string
-    split), ``_schema_hash`` (null: no schema), ``_payload`` (the payload's JSON text; the whole
-    value when not wrapped); with ``keep_raw`` also ``key``, ``value`` and ``_schema_text``.
+    split), ``_avro``, ``_schema_hash`` (null: no schema), ``_payload`` (the payload's JSON text; the
+    whole value when not wrapped; null for Avro), ``_body`` and ``_key_id`` (Avro, see the module
+    docstring); with ``keep_raw`` also ``key``, ``value`` and ``_schema_text``.
 
     Lazy: nothing runs until an action; the caller decides what to cache."""
     from pyspark.sql import functions as F
 
+    if fmt not in FORMATS:
+        msg = f"unknown record format {fmt!r}; accepted: {FORMATS}"
+        raise ValueError(msg)
+    value_id = _wire_id("value")
+    avro = F.lit(False) if fmt == "json" else F.lit(True) if fmt == "avro" else value_id.isNotNull()
+    json_only = (lambda c: c) if fmt == "json" else (lambda c: F.when(~avro, c))
     value = F.col("value").cast("string")
     envelope = F.from_json(value, "STRUCT<schema: STRING, payload: STRING>")
     parsed_schema, parsed_payload = envelope["schema"], envelope["payload"]
     if split:
-        framed = data.select("*", F.substring_index(value, _PAYLOAD_KEY, 1).alias("_head"))  # '{"schema":<schema>'
+        head = json_only(F.substring_index(value, _PAYLOAD_KEY, 1))  # '{"schema":<schema>'
+        framed = data.select("*", head.alias("_head"))
         head = F.col("_head")
         compact = value.startswith(_SCHEMA_PREFIX) & value.endswith("}")
         framed = framed.select("*", (compact & (F.octet_length(head) < F.octet_length("value"))).alias("_split"))
@@ -74,37 +104,43 @@ def frame(data: Any, split: bool = True, keep_raw: bool = False) -> Any:
         framed = data.select("*", F.lit(False).alias("_split"))
         schema_text, payload = parsed_schema, parsed_payload
         schema_hash = F.when(parsed_schema.isNotNull(), F.xxhash64(parsed_schema))
-    framed = framed.select("*", payload.alias("_env_payload"))
-    raw = ["key", "value", schema_text.alias("_schema_text")] if keep_raw else []
+    framed = framed.select("*", json_only(payload).alias("_env_payload"), avro.alias("_avro"))
+    raw = ["key", "value", json_only(schema_text).alias("_schema_text")] if keep_raw else []
+    is_avro = F.col("_avro")
     return framed.select(
         *POSITION, F.col("key").cast("string").alias("key_str"), *raw,
-        F.col("_env_payload").isNotNull().alias("_wrapped"), "_split", schema_hash.alias("_schema_hash"),
-        F.coalesce(F.col("_env_payload"), value).alias("_payload"),
+        F.col("_env_payload").isNotNull().alias("_wrapped"), (F.col("_split") & ~is_avro).alias("_split"), is_avro,
+        F.when(is_avro, value_id).otherwise(schema_hash).alias("_schema_hash"),
+        F.when(~is_avro, F.coalesce(F.col("_env_payload"), value)).alias("_payload"),
+        F.when(is_avro, F.col("value")).alias("_body"),
+        (F.lit(None).cast("bigint") if fmt == "json" else F.when(is_avro, _wire_id("key"))).alias("_key_id"),
     )
 
 
 def discover(framed: Any) -> list[Any]:
     """One row per (topic, framing, schema) of the batch: ``topic``, ``_wrapped``, ``_split``,
-    ``_schema_hash``, ``key`` (a record key's text, to name the key columns) and ``newest`` (the
-    highest offset, to order a topic's schemas oldest first). One Spark job."""
+    ``_avro``, ``_schema_hash``, ``key`` (a record key's text, to name the key columns), ``key_id``
+    (an Avro key's schema id) and ``newest`` (the highest offset, to order a topic's schemas oldest
+    first). One Spark job."""
     from pyspark.sql import functions as F
 
     return list(
-        framed.groupBy("topic", "_wrapped", "_split", "_schema_hash")
-        .agg(F.first("key_str", ignorenulls=True).alias("key"), F.max("offset").alias("newest"))
+        framed.groupBy("topic", "_wrapped", "_split", "_avro", "_schema_hash")
+        .agg(F.first("key_str", ignorenulls=True).alias("key"), F.first("_key_id", ignorenulls=True).alias("key_id"),
+             F.max("offset").alias("newest"))
         .collect()
     )
 
 
-def schema_texts(data: Any, wanted: list[SchemaKey], split: bool) -> dict[SchemaKey, str]:
-    """The schema text of each of ``wanted`` (read back from the batch's records ``data``)."""
+def schema_texts(data: Any, wanted: list[SchemaKey], split: bool, fmt: str = "json") -> dict[SchemaKey, str]:
+    """The schema text of each of ``wanted`` (JSON records; read back from the batch's records ``data``)."""
     from pyspark.sql import functions as F
 
-    hashes = [k.schema_hash for k in wanted if k.schema_hash is not None]
+    hashes = [k.schema_hash for k in wanted if k.schema_hash is not None and not k.avro]
     if not hashes:
         return {}
     rows = (
-        frame(data, split=split, keep_raw=True).where(F.col("_schema_hash").isin(*hashes))
+        frame(data, split=split, keep_raw=True, fmt=fmt).where(~F.col("_avro") & F.col("_schema_hash").isin(*hashes))
         .groupBy("_split", "_schema_hash").agg(F.first("_schema_text").alias("text"))
         .collect()
     )
@@ -124,8 +160,9 @@ class SchemaCache:
         self._capacity = capacity
 
     def missing(self, keys: list[SchemaKey]) -> list[SchemaKey]:
-        """The keys with a schema this cache does not hold."""
-        return [k for k in keys if k.schema_hash is not None and k not in self._entries]
+        """The keys of JSON records with a schema this cache does not hold (Avro schemas are the
+        registry's: ``spark_jobs.avro_schemas``)."""
+        return [k for k in keys if k.schema_hash is not None and not k.avro and k not in self._entries]
 
     def add(self, key: SchemaKey, text: str) -> bool:
         """Parse ``text`` and keep it (or its error); whether it is a JSON object."""

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from spark_jobs.frame import FORMATS
+
 
 class JobConfigError(ValueError):
     """A job property is unknown or invalid; the message names it, its value and what is accepted."""
@@ -40,6 +42,11 @@ class ApplyJobConfig:
     ``deletion_vectors``: create the tables with Delta deletion vectors (and turn them on for
     existing ones): a MERGE marks replaced rows instead of rewriting their files. Off by default:
     delta-rs (``deltalake``) readers up to at least 1.6.6 refuse tables that use them.
+    ``format``: how record values are read: ``auto`` (default: a value that starts with the magic
+    byte 0 is Avro in the Confluent wire format, any other JSON), ``json`` or ``avro``.
+    ``schema_registry_url`` (``schema.registry.url``; Apicurio: ``.../apis/ccompat/v7``) is where Avro
+    writer schemas are fetched by id; ``schema_registry_user_info`` (``basic.auth.user.info``,
+    ``user:password``) its basic authentication (else credentials in the URL, if any).
     """
 
     bootstrap_servers: str
@@ -63,6 +70,9 @@ class ApplyJobConfig:
     partition_by: dict[str, list[str]] = field(default_factory=dict)
     cluster_by: dict[str, list[str]] = field(default_factory=dict)
     deletion_vectors: bool = False
+    format: str = "auto"
+    schema_registry_url: str | None = None
+    schema_registry_user_info: str | None = None
 
     def layout_clause(self, table: str) -> str:
         """``PARTITIONED BY (...)`` / ``CLUSTER BY (...)`` for ``"<schema>.<table>"``, or ``""``."""
@@ -100,6 +110,8 @@ ALIASES = {
     "partitionBy": "partition_by",
     "clusterBy": "cluster_by",
     "deletionVectors": "deletion_vectors",
+    "basic.auth.user.info": "schema_registry_user_info",
+    "schema.registry.basic.auth.user.info": "schema_registry_user_info",
 }
 _CATALOG_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.){1,2}$")
 
@@ -156,6 +168,9 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
             raise JobConfigError(msg)
     if not isinstance(values.get("deletion_vectors", False), bool):
         msg = f"{origin}: 'deletion_vectors' must be true or false, got {values['deletion_vectors']!r}"
+        raise JobConfigError(msg)
+    if values.get("format", "auto") not in FORMATS:
+        msg = f"{origin}: 'format' must be one of {list(FORMATS)}, got {values['format']!r}"
         raise JobConfigError(msg)
     if float(values.get("tombstone_retention_hours", 0)) < 0:
         msg = f"{origin}: 'tombstone_retention_hours' must be >= 0, got {values['tombstone_retention_hours']!r}"

@@ -2,7 +2,8 @@
 
 ``SourceTable`` turns PostgreSQL text values (what pgoutput sends) into the Kafka key and value
 bytes the sidecar would publish: ``signaller.sources.postgres.codecs.codec_for`` converts the
-text, ``EnvelopeSerializer`` renders the JsonConverter record, with or without schemas.
+text, ``EnvelopeSerializer`` renders the JsonConverter record, with or without schemas, or (given
+the registry's ``SchemaIds``) ``AvroTableSerializer`` the AvroConverter's, in the Confluent wire format.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
+from signaller.wire.avro_serializer import AvroTableSerializer, SchemaIds
 from signaller.wire.envelope import EnvelopeSerializer
 
 Record = tuple[bytes | None, bytes | None]
@@ -28,13 +30,18 @@ class SourceTable:
 
     def __init__(
         self, prefix: str, name: str, columns: list[Column], *, schemas_enable: bool = True,
-        modes: Mapping[str, TypeModes] | None = None, schema: str = "public",
+        modes: Mapping[str, TypeModes] | None = None, schema: str = "public", avro: SchemaIds | None = None,
     ) -> None:
         self.table = TableSchema(TableId(schema, name), tuple(columns))
         self.codecs = {c.name: codec_for(c, (modes or {}).get(c.name, TypeModes())) for c in columns}
-        self.serializer = EnvelopeSerializer(
-            self.table, self.codecs, topic_prefix=prefix, database="inventory", schemas_enable=schemas_enable
-        )
+        self.serializer: EnvelopeSerializer | AvroTableSerializer
+        if avro is None:
+            self.serializer = EnvelopeSerializer(
+                self.table, self.codecs, topic_prefix=prefix, database="inventory", schemas_enable=schemas_enable
+            )
+        else:
+            self.serializer = AvroTableSerializer(self.table, self.codecs, topic=f"{prefix}.{schema}.{name}",
+                                                  topic_prefix=prefix, database="inventory", ids=avro)
         self.topic = self.serializer.topic
 
     def values(self, texts: Mapping[str, Any] | None) -> dict[str, Any] | None:

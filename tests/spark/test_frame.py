@@ -113,3 +113,25 @@ def test_the_sequence_column_reads_source_sequence_as_the_python_reference(spark
     if text == '["1","2","3"]':  # not a pair: the reference refuses it, the column reads the first two
         commit, lsn = 1, 2
     assert (row.seq.commit_lsn, row.seq.lsn, row.seq.kafka_offset) == (commit or 0, lsn if lsn is not None else 99, 3)
+
+
+def test_avro_records_are_framed_by_their_schema_id(spark: Any) -> None:
+    """``auto``: a value in the Confluent wire format (magic byte 0, 4-byte id) is Avro, any other
+    JSON; ``avro``: every record is Avro, one not in the wire format has no schema id."""
+    json_value = compact({"schema": SCHEMA, "payload": {"op": "c", "after": {"id": 1}}}).encode()
+    avro_value = b"\x00\x00\x00\x01\x2a\x02\x04"  # schema id 298
+    data = spark.createDataFrame(
+        [("t", 0, 0, b"k", json_value), ("t", 0, 1, b"\x00\x00\x00\x00\x07\x02", avro_value),
+         ("t", 0, 2, None, b"\x00")],
+        "topic STRING, partition INT, offset LONG, key BINARY, value BINARY",
+    )
+    auto = {r.offset: r for r in fr.frame(data, fmt="auto").collect()}
+    assert [auto[i]._avro for i in range(3)] == [False, True, False]
+    assert (auto[1]._schema_hash, auto[1]._key_id, auto[1]._payload, bytes(auto[1]._body)) == (298, 7, None, avro_value)
+    assert auto[0]._schema_hash is not None and auto[0]._body is None and auto[0]._key_id is None
+    assert json.loads(auto[0]._payload) == {"op": "c", "after": {"id": 1}}
+    strict = {r.offset: r for r in fr.frame(data, fmt="avro").collect()}
+    assert all(strict[i]._avro for i in range(3))
+    assert (strict[0]._schema_hash, strict[1]._schema_hash, strict[2]._schema_hash) == (None, 298, None)
+    found = {(r._avro, r._schema_hash): r.key_id for r in fr.discover(fr.frame(data, fmt="auto"))}
+    assert found[True, 298] == 7
