@@ -31,7 +31,8 @@ and emit one chunk at a time (memory bounded by two chunks).
 ``emit_reads`` (optional) sends a slice of READ rows of one table in one call (the runtime's bulk
 path: no event object per row); without it each READ is a ``ChangeEvent`` given to ``emit``.
 
-Its parts: ``tables`` (a queued table's rows plan and chunk description), ``blocking`` (blocking
+Its parts: ``requests`` (the tables a signal queues), ``tables`` (a queued table's rows plan and chunk
+description, its row count), ``blocking`` (blocking
 snapshots), ``status`` (progress figures and the status page), ``window`` (the DBLog buffer),
 ``state`` (what survives a restart), ``notifications``. The source is reached only through the
 interfaces of ``signaller.sources.base``: a ``ChunkReader`` (the SQL side) and a
@@ -45,14 +46,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Hashable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any, Generic
 
 from signaller.config import CaptureSection, SnapshotSection
 from signaller.errors import SignalError, SinkError, SourceError
-from signaller.model import ChangeEvent, Op, TableId
-from signaller.patterns import PatternError, UserPattern, compile_pattern
+from signaller.model import ChangeEvent, Op
 from signaller.signals.actions import entry_for
 from signaller.signals.model import (
     ExecuteSnapshot,
@@ -67,10 +66,11 @@ from signaller.signals.model import (
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.blocking import BlockingSnapshot, Emit, Notify
 from signaller.snapshot.control import SidecarStatus
+from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal_pattern, stopped_by
 from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
-from signaller.snapshot.status import TableRuntime, build_status, key_text, progress_fields
-from signaller.snapshot.tables import PreparedTable, TableCatalog
-from signaller.snapshot.window import Window
+from signaller.snapshot.status import TableRuntime, build_status, key_text, progress_fields, scan_status
+from signaller.snapshot.tables import PreparedTable, TableCatalog, total_rows
+from signaller.snapshot.window import Window, row_identity
 from signaller.sources.base import (
     ChangeT,
     ChunkQueryError,
@@ -88,48 +88,9 @@ FIRST_FETCH = 1024
 follows in slices."""
 MAX_FINISHED = 100
 
-FilterCompiler = Callable[[str, dict[str, str]], str]
 ReadEmitter = Callable[[TableRows[Any], list[dict[str, Any]], int | None, int | None], object]
 """Sends READ rows of one table at window position ``(last_commit_lsn, lsn)``, in order (the runtime's
 ``EventDispatcher.reads``, given the table's ``TableRows``)."""
-
-
-def row_identity(row: dict[str, Any], names: Sequence[str]) -> tuple[Hashable, ...] | None:
-    """The identity of a row inside a window: its chunk-key values (converted, as in change events),
-    or None if the row image carries none of them (e.g. a before image without key columns)."""
-    values = tuple(_hashable(row.get(name)) for name in names)
-    return None if all(value is None for value in values) else values
-
-
-def _hashable(value: Any) -> Hashable:
-    """``value`` in a hashable form (arrays and structs as tuples), equal exactly when the values are."""
-    if isinstance(value, (list, tuple)):
-        return ("[]", *(_hashable(item) for item in value))
-    if isinstance(value, dict):
-        return ("{}", *sorted((str(k), _hashable(v)) for k, v in value.items()))
-    if isinstance(value, bytearray):
-        return bytes(value)
-    try:
-        hash(value)
-    except TypeError:
-        return ("repr", repr(value))
-    return value  # type: ignore[no-any-return]
-
-
-def _instant(ts: float) -> str:
-    """Java ``Instant.toString()``: UTC, ``Z``, fraction in groups of 3 digits as needed."""
-    moment = datetime.fromtimestamp(ts, UTC)
-    micros = moment.microsecond
-    fraction = "" if micros == 0 else (f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}")
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
-
-
-def _pattern(text: str, where: str, signal_id: str, *, ignore_case: bool = False) -> UserPattern:
-    """``text`` (trimmed) compiled with RE2, or ``SignalError`` naming ``where`` and what is accepted."""
-    try:
-        return compile_pattern(text.strip(), ignore_case=ignore_case)
-    except PatternError as exc:
-        raise SignalError(f"{where}: {exc}", signal_id) from None
 
 
 class IncrementalSnapshotter(Generic[ChangeT]):
@@ -161,6 +122,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._emit = emit
         self._notify = notify
         self._compile_filter = compile_filter
+        self._requests = SnapshotRequests(settings, capture, schemas, self._tables, compile_filter)
         self._state = SnapshotState()
         self._emit_reads = emit_reads
         self._window: Window[RawRow] = Window()
@@ -249,49 +211,9 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                                  f"internal error {type(exc).__name__}: {exc} (the sidecar logged the details)")
         return SignalOutcome(signal.id, True)
 
-    def _captured_tables(self) -> list[TableId]:
-        signal_table = self._settings.signal_data_collection
-        return [t for t in self._schemas.tables()
-                if self._capture.is_table_captured(t.schema, t.table, always=signal_table) and t != signal_table]
-
-    def _expand(self, patterns: Sequence[str], tables: list[TableId], signal_id: str) -> list[TableId]:
-        chosen: list[TableId] = []
-        for index, pattern in enumerate(patterns):
-            regex = _pattern(pattern, f"data-collections[{index}]", signal_id)
-            matched = [t for t in tables if regex.fullmatch(str(t))]
-            if not matched:
-                names = ", ".join(str(t) for t in tables) or "none"
-                raise SignalError(f"data-collections[{index}] {pattern!r} matches no captured table; "
-                                  f"captured tables: {names}", signal_id)
-            chosen.extend(t for t in matched if t not in chosen)
-        return chosen
-
     def execute_snapshot(self, action: ExecuteSnapshot) -> None:
         """The ``execute-snapshot`` action (``ActionHandler``)."""
-        tables = self._expand(action.data_collections, self._captured_tables(), action.signal_id)
-        queued: list[QueuedTable] = []
-        for table in tables:
-            info = self._schemas.describe(table)
-            if info is None:
-                raise SignalError(f"table {table} does not exist", action.signal_id)
-            condition = next((c for index, c in enumerate(action.additional_conditions)
-                              if _pattern(c.data_collection, f"additional-conditions[{index}].data-collection",
-                                          action.signal_id, ignore_case=True).fullmatch(str(table))), None)
-            normalized = None
-            if condition is not None:
-                try:
-                    normalized = "(" + self._compile_filter(condition.filter, info.sql_types) + ")"
-                except SignalError as exc:
-                    raise SignalError(f"filter for {table}: {exc.reason}", action.signal_id) from None
-            if action.surrogate_key is not None:
-                self._tables.check_surrogate(info, action.surrogate_key, action.signal_id)
-            elif not self._tables.key_columns(info):
-                # Debezium accepts the signal and skips the table when its turn comes
-                # (TABLE_SCAN_COMPLETED with status NO_PRIMARY_KEY); so does signaller, with a hint.
-                log.warning("signal %s: table %s has no primary key and will be skipped (NO_PRIMARY_KEY); give a "
-                            "'surrogate-key' (a unique NOT NULL column) or configure message.key.columns",
-                            action.signal_id, table)
-            queued.append(QueuedTable(str(table), normalized, action.surrogate_key, action.signal_id))
+        queued = self._requests.queue(action)
         if action.snapshot_type == "blocking":
             self.rows_emitted += self._blocking.run(queued, self.chunk_size)
             return
@@ -311,7 +233,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if action.snapshot_type == "blocking":
             return
         for index, pattern in enumerate(action.data_collections):
-            _pattern(pattern, f"data-collections[{index}]", action.signal_id)
+            signal_pattern(pattern, f"data-collections[{index}]", action.signal_id)
         self._pending_stops.append(action.data_collections or (".*",))
         if self._window.closed:  # the closed window's READs go out first, as when they were emitted at its close
             while self.fetching:
@@ -466,7 +388,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._read_chunk_read_only(chunk_id)
             return
         opened = time.time()
-        metadata: dict[str, Any] = {"openWindowTimestamp": _instant(opened),
+        metadata: dict[str, Any] = {"openWindowTimestamp": notes.java_instant(opened),
                                     "correlationId": self._state.correlation_id,
                                     "dataCollectionId": self._state.queue[0].table}
         self._chunks.write_marker(chunk_id, True, metadata)
@@ -477,7 +399,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             if not filled:
                 self._window.expect(chunk_id)
             close = {"openWindowTimestamp": metadata["openWindowTimestamp"],
-                     "closeWindowTimestamp": _instant(time.time()),
+                     "closeWindowTimestamp": notes.java_instant(time.time()),
                      "correlationId": metadata["correlationId"], "dataCollectionId": metadata["dataCollectionId"]}
             self._chunks.write_marker(chunk_id, False, close)
 
@@ -525,16 +447,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         return False
 
     def _scan_status(self, table: str) -> str:
-        """``SUCCEEDED`` if every row the chunk SELECTs read was emitted or superseded by a streamed
-        change; else ``SQL_EXCEPTION`` (Debezium's status for a failed read), with an error log."""
-        runtime = self._runtime.get(table)
-        if runtime is None or runtime.rows_read == runtime.rows_emitted + runtime.rows_evicted:
-            return "SUCCEEDED"
-        log.error("incremental snapshot of %s lost rows: the chunk queries read %d rows but %d were emitted and %d "
-                  "superseded by streamed changes (%d unaccounted for); the table is reported SQL_EXCEPTION, "
-                  "snapshot it again", table, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted,
-                  runtime.rows_read - runtime.rows_emitted - runtime.rows_evicted)
-        return "SQL_EXCEPTION"
+        return scan_status(table, self._runtime.get(table))
 
     def _prepare(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
         """Schema and max key of the head table (once per table); None if it was skipped."""
@@ -554,24 +467,12 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             if max_key is None:
                 self._finish_table("EMPTY")
                 return None
-            runtime.total_rows = self._total_rows(prepared, head, max_key)
+            runtime.total_rows = total_rows(self._chunks, prepared, head, max_key)
             started = head.started_at or time.time()
             queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id, head.rows, started),
                      *self._state.queue[1:])
             self._state = self._state.with_changes(max_key=max_key, queue=queue)
         return prepared
-
-    def _total_rows(self, prepared: PreparedTable[ChangeT], head: QueuedTable, max_key: Key) -> int | None:
-        """Debezium's ``total_rows``: the planner's estimate (``pg_class.reltuples``) when there is no
-        filter and it is positive, else an exact count up to the maximum key; None if that fails."""
-        estimate = prepared.info.estimated_rows
-        if head.filter is None and estimate is not None and estimate > 0:
-            return estimate
-        try:
-            return self._chunks.count_rows(prepared.chunk, max_key)
-        except (ChunkQueryError, SourceError) as exc:
-            log.warning("could not count the rows of %s (progress will omit totals): %s", head.table, exc)
-            return None
 
     def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable[ChangeT], rows: list[RawRow],
                 lower: Key | None) -> None:
@@ -666,14 +567,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def _apply_stops(self) -> None:
         while self._pending_stops and not self._window.pending:
-            patterns = self._pending_stops.pop(0)
-            regexes = []
-            for pattern in patterns:
-                try:
-                    regexes.append(compile_pattern(pattern.strip()))
-                except PatternError as exc:  # checked when the signal was applied; never expected here
-                    log.warning("stop-snapshot pattern ignored: %s", exc)
-            stopped = [q for q in self._state.queue if any(r.fullmatch(q.table) for r in regexes)]
+            stopped = stopped_by(self._state.queue, self._pending_stops.pop(0))
             if not stopped:
                 continue
             correlation = self._state.correlation_id

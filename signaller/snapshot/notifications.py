@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from signaller.wire.records import notification_key, notification_value
 
@@ -57,3 +58,11 @@ def log_notification(notification: Notification) -> None:
         notification.id, notification.aggregate_type, notification.type,
         dict(notification.additional_data), notification.timestamp,
     )
+
+
+def java_instant(ts: float) -> str:
+    """Java ``Instant.toString()``: UTC, ``Z``, fraction in groups of 3 digits as needed."""
+    moment = datetime.fromtimestamp(ts, UTC)
+    micros = moment.microsecond
+    fraction = "" if micros == 0 else (f".{micros // 1000:03d}" if micros % 1000 == 0 else f".{micros:06d}")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"

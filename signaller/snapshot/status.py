@@ -10,11 +10,14 @@ Everything here is a pure function of its arguments: it reads and changes no oth
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from signaller.snapshot.control import SidecarStatus, TableProgress
 from signaller.snapshot.state import Key, SnapshotState
+
+log = logging.getLogger("signaller.snapshot")
 
 
 @dataclass
@@ -69,3 +72,15 @@ def build_status(state: SnapshotState, runtimes: dict[str, TableRuntime], chunk_
                                         correlation_id=queued.correlation_id, filter=queued.filter))
     return SidecarStatus(running=state.running, paused=state.paused, chunk_size=chunk_size,
                          correlation_id=state.correlation_id, tables=tuple(tables))
+
+
+def scan_status(table: str, runtime: TableRuntime | None) -> str:
+    """``SUCCEEDED`` if every row the chunk SELECTs of ``table`` read was emitted or superseded by a
+    streamed change; else ``SQL_EXCEPTION`` (Debezium's status for a failed read), with an error log."""
+    if runtime is None or runtime.rows_read == runtime.rows_emitted + runtime.rows_evicted:
+        return "SUCCEEDED"
+    log.error("incremental snapshot of %s lost rows: the chunk queries read %d rows but %d were emitted and %d "
+              "superseded by streamed changes (%d unaccounted for); the table is reported SQL_EXCEPTION, "
+              "snapshot it again", table, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted,
+              runtime.rows_read - runtime.rows_emitted - runtime.rows_evicted)
+    return "SQL_EXCEPTION"

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Generic
+from typing import Any, Generic
 
 from signaller.config import CaptureSection
-from signaller.errors import SignalError
+from signaller.errors import SignalError, SourceError
 from signaller.model import TableId
-from signaller.snapshot.state import QueuedTable
-from signaller.sources.base import ChangeT, ChunkTable, TableDescription, TableRows, TableSchemaProvider
+from signaller.snapshot.state import Key, QueuedTable
+from signaller.sources.base import (
+    ChangeT,
+    ChunkQueryError,
+    ChunkReader,
+    ChunkTable,
+    TableDescription,
+    TableRows,
+    TableSchemaProvider,
+)
 
 log = logging.getLogger("signaller.snapshot")
 
@@ -83,3 +91,16 @@ class TableCatalog(Generic[ChangeT]):
         chunk = ChunkTable(table_id.schema, table_id.table, rows.columns,
                            tuple((k, info.sql_types[k]) for k in keys), queued.filter)
         return PreparedTable(info, rows, chunk)
+
+
+def total_rows(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTable, max_key: Key) -> int | None:
+    """Debezium's ``total_rows``: the planner's estimate when there is no filter and it is positive,
+    else an exact count up to the maximum key; None if that fails (logged)."""
+    estimate = prepared.info.estimated_rows
+    if head.filter is None and estimate is not None and estimate > 0:
+        return estimate
+    try:
+        return chunks.count_rows(prepared.chunk, max_key)
+    except (ChunkQueryError, SourceError) as exc:
+        log.warning("could not count the rows of %s (progress will omit totals): %s", head.table, exc)
+        return None

@@ -24,8 +24,8 @@ were lost).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
-from typing import Generic, TypeVar
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 Row = TypeVar("Row")
 
@@ -143,3 +143,25 @@ class Window(Generic[Row]):
     def pending(self) -> bool:
         """A chunk was read and its rows are not all emitted yet (its close marker may not have come back)."""
         return self.chunk_id is not None
+
+
+def row_identity(row: dict[str, Any], names: Sequence[str]) -> tuple[Hashable, ...] | None:
+    """The identity of a row inside a window: its chunk-key values (converted, as in change events),
+    or None if the row image carries none of them (e.g. a before image without key columns)."""
+    values = tuple(_hashable(row.get(name)) for name in names)
+    return None if all(value is None for value in values) else values
+
+
+def _hashable(value: Any) -> Hashable:
+    """``value`` in a hashable form (arrays and structs as tuples), equal exactly when the values are."""
+    if isinstance(value, (list, tuple)):
+        return ("[]", *(_hashable(item) for item in value))
+    if isinstance(value, dict):
+        return ("{}", *sorted((str(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, bytearray):
+        return bytes(value)
+    try:
+        hash(value)
+    except TypeError:
+        return ("repr", repr(value))
+    return value  # type: ignore[no-any-return]
