@@ -957,3 +957,51 @@ def test_java_prints_at_least_two_digits_the_closest_ones() -> None:
     assert codec("float4").convert("1e-45").json_text() == "1.4E-45"
     assert codec("float8").convert("5e-324").json_text() == "4.9E-324"
     assert codec("float8").convert("1e+20").json_text() == "1.0E20"
+
+
+# ---------------------------------------------------------------------------- arrays found by the all-types suite
+
+
+def test_box_arrays_split_on_semicolons() -> None:
+    # box is the one built-in type whose typdelim is ';': its array text is {(3,4),(1,2);(0,0),(0,0)}
+    assert parse_array_literal("{(3,4),(1,2);NULL;(0,0),(0,0)}", ";") == ["(3,4),(1,2)", None, "(0,0),(0,0)"]
+    assert parse_array_literal('{"(3,4),(1,2)";NULL}', ";") == ["(3,4),(1,2)", None]
+    boxes = codec("_box", element_type_name="box").convert("{(3,4),(1,2);(0,0),(0,0)}")
+    assert [b["extensions"] for b in boxes] == [{"type": "box"}, {"type": "box"}]
+
+
+@pytest.mark.parametrize("element", ["line", "lseg", "box", "path", "polygon", "circle"])
+def test_geometric_arrays_are_arrays_of_their_element_schema_with_optional_items(element: str) -> None:
+    c = codec(f"_{element}", element_type_name=element)
+    assert c.emitted and c.schema["type"] == "array"
+    assert c.schema["items"] == {**codec(element).schema, "optional": True}
+
+
+def test_int_vector_arrays_have_required_items_and_null_for_a_null_element() -> None:
+    c = codec_for(Column("vs", 0, "_int2vector", element_type_name="int2vector"), DEFAULT, table="public.odd")
+    assert c.schema["items"] == {"type": "array", "items": {"type": "int16", "optional": False}, "optional": False}
+    assert c.convert('{"1 2",""}') == [[1, 2], []]
+    UNREPRESENTABLE.drain()
+    assert c.convert('{"1 2",NULL}') is None  # as Debezium: a NULL element does not fit required items
+    assert UNREPRESENTABLE.drain() == {("public.odd", "vs", "null_element"): 1}
+    assert codec("_oidvector", element_type_name="oidvector").schema["items"]["items"]["type"] == "int64"
+
+
+def test_required_item_arrays_with_a_null_element_are_null_as_debezium() -> None:
+    enums = codec("_mood", element_type_name="mood", enum_values=("a", "b"))
+    assert enums.convert("{a,NULL}") is None
+    assert codec("_tsvector", element_type_name="tsvector").convert("{a,NULL}") is None
+    assert codec("_mood", element_type_name="mood", enum_values=("a", "b"), optional=False).convert("{NULL}") == []
+
+
+@pytest.mark.parametrize(("typmod", "node"), [
+    (1, {"type": "boolean", "optional": True}),
+    (12, {"type": "bytes", "optional": True, "name": "io.debezium.data.Bits", "version": 1,
+          "parameters": {"length": "12"}}),
+])
+def test_bit_arrays_are_declared_with_the_element_schema_and_always_null_as_debezium(
+        typmod: int, node: dict[str, Any]) -> None:
+    c = codec("_bit", typmod, element_type_name="bit")
+    assert c.emitted and c.schema == node
+    assert c.convert("{1,0}") is None and c.convert("{}") is None
+    assert not codec("_varbit", 5, element_type_name="varbit").emitted

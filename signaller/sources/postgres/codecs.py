@@ -63,13 +63,18 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   in doubles as Debezium does, saturated to int64 as Java's ``(long)`` cast) or, with ``interval.handling.mode=string``,
   ``io.debezium.time.Interval`` (``P<y>Y<m>M<d>DT<h>H<m>M<s>S``).
 * one-dimensional arrays of the types above (Debezium's list: not ``money``, ``name``,
-  ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum and
-  ``tsvector`` items are required). A multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
+  ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum,
+  ``tsvector``, ``int2vector`` and ``oidvector`` items are required). Geometric arrays carry their
+  elements (Debezium 3.7 writes null for every non-empty one: the README's allow-list). A
+  multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
   column: PostgreSQL does not enforce the declared dimensions) is inexpressible: the schema says
   "array of int32", and a nested list would break every consumer that validates against it
-  (Kafka's JsonConverter); flattening it would lose its shape silently. So, as Debezium, it
-  becomes null (see below). An element the mode cannot express (``numeric[]`` with ``NaN``)
-  becomes a null element.
+  (Kafka's JsonConverter); flattening it would lose its shape silently. So it becomes null (see
+  below; Debezium writes Java object ids or nulls, the README's allow-list). So does an array with a
+  NULL element where items are required, as Debezium. An element the mode cannot express
+  (``numeric[]`` with ``NaN``) becomes a null element (Debezium nulls the whole array: allow-list).
+* ``bit[]``/``bit(n)[]`` as Debezium 3.7: declared with the element's schema (boolean, ``Bits``),
+  null for every value.
 * anything else follows ``include.unknown.datatypes``: left out of events (Debezium's default),
   or, when enabled, the text's UTF-8 bytes rendered per the binary handling mode.
 
@@ -82,7 +87,7 @@ default, else the type's zero (``0``, the epoch, an empty array), as Debezium's
 its schema. Each one is counted in :data:`UNREPRESENTABLE` (``(table, column, kind)``, exported
 as ``signaller_values_unrepresentable_total``) with a warning naming table, column and kind,
 rate-limited per ``(table, column, kind)``. Kinds: ``nan``, ``infinity``,
-``multidimensional_array``, ``out_of_range``. Text PostgreSQL does not produce with its default
+``multidimensional_array``, ``null_element``, ``out_of_range``. Text PostgreSQL does not produce with its default
 output settings (``DateStyle`` other than ISO, ``bytea_output=escape``...) is still a
 :class:`DecodeError`: it is a configuration problem that concerns every row, not one value.
 
@@ -104,7 +109,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from signaller.errors import ConfigError
 from signaller.model.tables import Column
-from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec, int_vector_builder
+from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec, bit_array_codec, int_vector_builder
 from signaller.sources.postgres.conversion import tolerant
 from signaller.sources.postgres.geometric import GEOMETRIC_BUILDERS
 from signaller.sources.postgres.scalars import (
@@ -275,6 +280,8 @@ def _array_codec(column: Column, element: str, modes: TypeModes, label: str, tab
     """An array column: enum arrays and the arrays Debezium has a schema for; others omitted."""
     if column.enum_values is not None:
         return array_codec(column, element, build_enum, modes, label, table)
+    if element == "bit":
+        return bit_array_codec(column, build_bits, modes, label)
     builder = _ELEMENT_BUILDERS.get(element)
     if builder is None or element not in ARRAY_ELEMENTS:
         return _omitted(column, modes, label)
