@@ -144,6 +144,15 @@ MODIFIED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 """Declared type modifiers that change the encoding: ``(column type, its base type, values)``."""
 
 
+_MANY_KEYS = ", ".join(f'"key{i}"=>"{i}"' for i in range(30))
+EXTENSIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "hstore": ("hstore", ("", '"a"=>"1", "b"=>NULL', '"k\\"q"=>"v,\\\\x", "é"=>"", "NULL"=>"null", "=>"=>" "',
+                          _MANY_KEYS)),
+}
+"""Extension types Debezium maps: ``type -> (extension, values)``; ``CREATE EXTENSION IF NOT EXISTS``
+(shared by every test, never dropped) when PostgreSQL has it, else the type is skipped."""
+
+
 @dataclass(frozen=True)
 class CatalogType:
     """One ``pg_catalog`` type: ``typname``, ``typtype`` (``b``/``r``/``m``), whether it has an array type."""
@@ -234,6 +243,14 @@ class WideTable:
         return [(self.name, self.columns), (self.streamed_name, self.streamed_columns)]
 
 
+def _has_extension(capture: CaptureEnv, extension: str) -> bool:
+    """Create ``extension`` if PostgreSQL ships it (False when it does not)."""
+    if not capture.sql("SELECT 1 FROM pg_available_extensions WHERE name = %s", (extension,)):
+        return False
+    capture.sql(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+    return True
+
+
 def build(capture: CaptureEnv, types: list[CatalogType]) -> WideTable:
     """Create the user-defined types and the wide table (``REPLICA IDENTITY FULL``)."""
     s = capture.suffix
@@ -255,6 +272,9 @@ def build(capture: CaptureEnv, types: list[CatalogType]) -> WideTable:
     for type_sql, _base, values in MODIFIED:
         columns.append(_scalar(f"m_{_modified_name(type_sql)}", type_sql, values))
         columns.append(_array(f"ma_{_modified_name(type_sql)}", type_sql, values))
+    for type_sql, (extension, values) in EXTENSIONS.items():
+        if _has_extension(capture, extension):
+            columns += [_scalar(f"x_{type_sql}", type_sql, values), _array(f"x_{type_sql}_arr", type_sql, values)]
     enum_values = ("sad", "o'k, \"fine\"", "héllo")
     columns += [
         _scalar("u_enum", enum, enum_values), _array("u_enum_arr", enum, enum_values),

@@ -113,6 +113,16 @@ EXPECTED: dict[tuple[str, int, str], Any] = {
     ("_date", -1, "default"): {"type": "array", "items": ["null", named("int", "io.debezium.time.Date")]},
     ("_date", -1, "time.precision.mode=connect"): {
         "type": "array", "items": ["null", named("int", KAFKA + "Date", logicalType="date")]},
+    ("_line", -1, "default"): {"type": "array", "items": ["null", LINE]},
+    ("_box", -1, "default"): {"type": "array", "items": ["null", GEOMETRY]},
+    ("_circle", -1, "default"): {"type": "array", "items": ["null", CIRCLE]},
+    ("_int2vector", -1, "default"): {"type": "array", "items": {"type": "array",
+                                                                "items": {"type": "int", "connect.type": "int16"}}},
+    ("_oidvector", -1, "default"): {"type": "array", "items": {"type": "array", "items": "long"}},
+    ("_bit", 1, "default"): "boolean",
+    ("_bit", 12, "default"): named("bytes", "io.debezium.data.Bits", **{"connect.parameters": {"length": "12"}}),
+    ("hstore", -1, "default"): named("string", "io.debezium.data.Json"),
+    ("hstore", -1, "hstore.handling.mode=map"): {"type": "map", "values": ["null", "string"]},
 }
 
 

@@ -59,6 +59,9 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   (:mod:`~signaller.sources.postgres.geometric`); ``int2vector``/``oidvector`` -> arrays of required
   int16/int64 with the vector's numbers (Debezium 3.7 writes ``[]``: the README's allow-list);
   ``tsvector`` -> ``io.debezium.data.Tsvector`` (PostgreSQL's text), ``tsvector[]`` items required.
+* ``hstore`` (extension) per ``hstore.handling.mode``: ``io.debezium.data.Json`` string (``json``)
+  or ``map<string, string>`` (``map``), pairs in Java ``HashMap`` order as Debezium writes them
+  (:mod:`~signaller.sources.postgres.hstore`).
 * ``interval`` -> ``io.debezium.time.MicroDuration`` (int64 µs, 365.25/12 days a month, computed
   in doubles as Debezium does, saturated to int64 as Java's ``(long)`` cast) or, with ``interval.handling.mode=string``,
   ``io.debezium.time.Interval`` (``P<y>Y<m>M<d>DT<h>H<m>M<s>S``).
@@ -112,6 +115,7 @@ from signaller.model.tables import Column
 from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec, bit_array_codec, int_vector_builder
 from signaller.sources.postgres.conversion import tolerant
 from signaller.sources.postgres.geometric import GEOMETRIC_BUILDERS
+from signaller.sources.postgres.hstore import build_hstore
 from signaller.sources.postgres.scalars import (
     binary_placeholder,
     bool_converter,
@@ -143,6 +147,7 @@ __all__ = [
     "BinaryHandling",
     "Builder",
     "DecimalHandling",
+    "HStoreHandling",
     "IntervalHandling",
     "TimePrecision",
     "TypeModes",
@@ -155,6 +160,7 @@ DecimalHandling: TypeAlias = Literal["precise", "double", "string"]
 TimePrecision: TypeAlias = Literal["adaptive", "adaptive_time_microseconds", "connect"]
 BinaryHandling: TypeAlias = Literal["bytes", "base64", "base64-url-safe", "hex"]
 IntervalHandling: TypeAlias = Literal["numeric", "string"]
+HStoreHandling: TypeAlias = Literal["json", "map"]
 Builder: TypeAlias = Callable[[Column, "TypeModes", str], tuple[dict[str, Any], Converter]]
 """A type's builder: ``(column, modes, label)`` -> (schema node, converter)."""
 
@@ -165,7 +171,8 @@ class TypeModes:
 
     ``decimal_handling`` = ``decimal.handling.mode``, ``time_precision`` = ``time.precision.mode``,
     ``binary_handling`` = ``binary.handling.mode``, ``interval_handling`` =
-    ``interval.handling.mode``, ``include_unknown_datatypes`` = ``include.unknown.datatypes``,
+    ``interval.handling.mode``, ``hstore_handling`` = ``hstore.handling.mode``,
+    ``include_unknown_datatypes`` = ``include.unknown.datatypes``,
     ``money_fraction_digits`` = ``money.fraction.digits``; defaults are Debezium's. An
     unsupported value raises :class:`~signaller.errors.ConfigError`.
     """
@@ -174,6 +181,7 @@ class TypeModes:
     time_precision: TimePrecision = "adaptive"
     binary_handling: BinaryHandling = "bytes"
     interval_handling: IntervalHandling = "numeric"
+    hstore_handling: HStoreHandling = "json"
     include_unknown_datatypes: bool = False
     money_fraction_digits: int = 2
 
@@ -183,6 +191,7 @@ class TypeModes:
             ("time.precision.mode", self.time_precision, TimePrecision),
             ("binary.handling.mode", self.binary_handling, BinaryHandling),
             ("interval.handling.mode", self.interval_handling, IntervalHandling),
+            ("hstore.handling.mode", self.hstore_handling, HStoreHandling),
         )
         for key, value, alias in checks:
             allowed = get_args(alias)
@@ -246,6 +255,7 @@ _BUILDERS: Final[Mapping[str, Builder]] = {
     "jsonb": string_builder("io.debezium.data.Json"),
     "xml": string_builder("io.debezium.data.Xml"),
     "tsvector": string_builder("io.debezium.data.Tsvector"),
+    "hstore": build_hstore,
     **GEOMETRIC_BUILDERS,
     "int2vector": int_vector_builder("int16"),
     "oidvector": int_vector_builder("int64"),
