@@ -267,12 +267,14 @@ def test_numeric_double_mode() -> None:
 
 
 def test_numeric_string_mode() -> None:
-    # [SVD] STRING -> BigDecimal.toString(); special -> SpecialValue.name() ("NAN") [DOC]
+    # STRING -> BigDecimal.toPlainString() (Debezium 3.7 measured by the all-types compat run: 1e-100 is
+    # 0.000...001, numeric(38,10) 0 is 0.0000000000); special -> SpecialValue.name() ("NAN") [DOC]
     modes = TypeModes(decimal_handling="string")
     c = codec("numeric", modes=modes)
     assert c.schema == {"type": "string", "optional": True}
     assert c.convert("1.500") == "1.500"  # no stripping outside precise mode
-    assert c.convert("0.00000010") == "1.0E-7"  # [JAVA] toString: adjusted exponent < -6
+    assert c.convert("0.00000010") == "0.00000010"  # no exponent
+    assert codec("numeric", numeric_typmod(38, 10), modes).convert("0") == "0.0000000000"
     assert c.convert("-123.4") == "-123.4"
     assert c.convert("NaN") == "NAN"
     assert c.convert("Infinity") == "POSITIVE_INFINITY"

@@ -28,8 +28,8 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``scale`` and ``connect.decimal.precision``; payload = base64 of the big-endian two's-complement
   unscaled value), or ``io.debezium.data.VariableScaleDecimal`` ``{scale, value}`` without a
   declared precision (trailing zeros stripped); ``double`` -> double; ``string`` ->
-  ``BigDecimal.toString()``. ``NaN``/``Infinity``/``-Infinity`` are ``NaN``/``Infinity``/
-  ``-Infinity`` (double: JSON strings, as Jackson writes them) or ``"NAN"``/
+  ``BigDecimal.toPlainString()`` (measured: ``1e-100`` is ``0.000...001``). ``NaN``/``Infinity``/
+  ``-Infinity`` are ``NaN``/``Infinity``/``-Infinity`` (double: JSON strings, as Jackson writes them) or ``"NAN"``/
   ``"POSITIVE_INFINITY"``/``"NEGATIVE_INFINITY"`` (string); ``precise`` cannot express them
   (see *Inexpressible values*); ``money`` -> Decimal with scale ``money_fraction_digits``.
 * character types, ``name``, ``citext``, network and range types -> string; ``uuid``/``json``/
