@@ -148,6 +148,11 @@ _MANY_KEYS = ", ".join(f'"key{i}"=>"{i}"' for i in range(30))
 EXTENSIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "hstore": ("hstore", ("", '"a"=>"1", "b"=>NULL', '"k\\"q"=>"v,\\\\x", "é"=>"", "NULL"=>"null", "=>"=>" "',
                           _MANY_KEYS)),
+    "geometry": ("postgis", ("POINT(1 2)", "SRID=4326;POINT(-71.06 42.36)", "LINESTRING(0 0,1 1,2 0)",
+                             "SRID=3857;POLYGON((0 0,4 0,4 4,0 4,0 0),(1 1,2 1,2 2,1 1))", "POINT EMPTY",
+                             "POINT Z (1 2 3)", "GEOMETRYCOLLECTION EMPTY")),
+    "geography": ("postgis", ("POINT(1 2)", "SRID=4326;LINESTRING(-71.06 42.36,-71.07 42.37)",
+                              "MULTIPOINT((0 0),(1 1))")),
 }
 """Extension types Debezium maps: ``type -> (extension, values)``; ``CREATE EXTENSION IF NOT EXISTS``
 (shared by every test, never dropped) when PostgreSQL has it, else the type is skipped."""

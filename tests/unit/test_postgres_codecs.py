@@ -1007,3 +1007,41 @@ def test_bit_arrays_are_declared_with_the_element_schema_and_always_null_as_debe
     assert c.emitted and c.schema == node
     assert c.convert("{1,0}") is None and c.convert("{}") is None
     assert not codec("_varbit", 5, element_type_name="varbit").emitted
+
+
+def test_postgis_values_keep_their_ewkb_and_read_the_srid_as_debezium() -> None:
+    ewkb = "0101000020E6100000000000000000F03F0000000000000040"  # SRID=4326;POINT(1 2)
+    geometry = codec("geometry")
+    assert geometry.schema["name"] == "io.debezium.data.geometry.Geometry" and geometry.schema["version"] == 2
+    assert geometry.convert(ewkb) == {"wkb": b64(bytes.fromhex(ewkb)), "srid": 4326, "extensions": None}
+    assert geometry.convert("0101000000000000000000F03F0000000000000040")["srid"] is None
+    geography = codec("geography")
+    assert geography.schema == {
+        "type": "struct",
+        "fields": [{"type": "bytes", "optional": False, "field": "wkb"},
+                   {"type": "int32", "optional": True, "field": "srid"}],
+        "optional": True, "name": "io.debezium.data.geometry.Geography", "version": 1, "doc": "Geography",
+    }
+    assert geography.convert(ewkb) == {"wkb": b64(bytes.fromhex(ewkb)), "srid": 4326}
+    with pytest.raises(DecodeError):
+        geometry.convert("01")
+
+
+def test_postgis_arrays_split_on_colons() -> None:
+    point = "0101000000000000000000F03F0000000000000040"
+    values = codec("_geometry", element_type_name="geometry").convert(f"{{{point}:NULL:{point}}}")
+    assert [v and v["wkb"] for v in values] == [b64(bytes.fromhex(point)), None, b64(bytes.fromhex(point))]
+
+
+def test_arrays_of_unknown_types_are_required_binary_items_when_unknown_types_are_included() -> None:
+    modes = TypeModes(include_unknown_datatypes=True)
+    c = codec("_aclitem", modes=modes, element_type_name="aclitem")
+    assert c.emitted and c.schema == {"type": "array", "items": {"type": "bytes", "optional": False}, "optional": True}
+    assert c.convert('{=r/postgres,"a b"}') == [b64(b"=r/postgres"), b64(b"a b")]
+    assert c.convert("{=r/postgres,NULL}") is None
+    hex_items = codec("_xid", modes=TypeModes(include_unknown_datatypes=True, binary_handling="hex"),
+                      element_type_name="xid")
+    assert hex_items.schema["items"] == {"type": "string", "optional": False}
+    assert not codec("_aclitem", element_type_name="aclitem").emitted  # the default: left out
+    for still_left_out in ("money", "name", "interval", "varbit", "xml", "point", "refcursor"):
+        assert not codec(f"_{still_left_out}", modes=modes, element_type_name=still_left_out).emitted

@@ -239,6 +239,9 @@ def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None
         ("_box", "ARRAY<STRUCT<`wkb`: BINARY, `srid`: INT, `extensions`: MAP<STRING, STRING>>>"),
         ("_int2vector", "ARRAY<ARRAY<SMALLINT>>"),
         ("_oidvector", "ARRAY<ARRAY<BIGINT>>"),
+        ("geometry", "STRUCT<`wkb`: BINARY, `srid`: INT, `extensions`: MAP<STRING, STRING>>"),
+        ("geography", "STRUCT<`wkb`: BINARY, `srid`: INT>"),
+        ("_hstore", "ARRAY<STRING>"),
     ],
 )
 def test_geometric_and_vector_columns_are_stored_as_their_raw_structs_and_arrays(type_name: str, ddl: str) -> None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARRAY_ELEMENTS",
     "REQUIRED_ITEM_ELEMENTS",
+    "UNMAPPED_ARRAY_ELEMENTS",
     "array_codec",
     "bit_array_codec",
     "int_vector_builder",
@@ -43,11 +44,11 @@ def _element_pattern(delimiter: str) -> re.Pattern[str]:
     )
 
 
-_ARRAY_ELEMENT: Final = {",": _element_pattern(","), ";": _element_pattern(";")}
-"""Element patterns by delimiter (``pg_type.typdelim``: ``;`` for ``box``, ``,`` for every other built-in type)."""
+ELEMENT_DELIMITERS: Final = {"box": ";", "geometry": ":", "geography": ":"}
+"""Element types whose array delimiter (``pg_type.typdelim``) is not ``,``: ``box``, PostGIS's types."""
 
-ELEMENT_DELIMITERS: Final = {"box": ";"}
-"""Element types whose array delimiter is not ``,``."""
+_ARRAY_ELEMENT: Final = {d: _element_pattern(d) for d in {",", *ELEMENT_DELIMITERS.values()}}
+"""Element patterns by delimiter."""
 
 
 _ESCAPE: Final = re.compile(r"\\(.)", re.S)
@@ -55,7 +56,7 @@ _ESCAPE: Final = re.compile(r"\\(.)", re.S)
 
 def parse_array_literal(text: str, delimiter: str = ",") -> list[str | None]:
     """Parse a one-dimensional PostgreSQL array literal into element texts (``None`` = NULL);
-    ``delimiter`` is the element type's ``typdelim`` (``,``, or ``;`` for ``box``).
+    ``delimiter`` is the element type's ``typdelim`` (``,``; :data:`ELEMENT_DELIMITERS`).
 
     Handles quoting, backslash escapes, unquoted ``NULL`` (case-insensitive), whitespace around
     elements and a ``[lo:hi]=`` bounds decoration. Raises ``ValueError`` for malformed or
@@ -126,14 +127,24 @@ ARRAY_ELEMENTS: Final = frozenset(
         "inet", "cidr", "macaddr", "macaddr8", "int4range", "int8range", "numrange", "tsrange",
         "tstzrange", "daterange", "numeric", "float4", "float8", "bool", "date", "uuid", "json",
         "jsonb", "time", "timetz", "timestamp", "timestamptz", "bytea", "citext", "tsvector",
-        "line", "lseg", "box", "path", "polygon", "circle", "int2vector", "oidvector",
+        "line", "lseg", "box", "path", "polygon", "circle", "int2vector", "oidvector", "hstore", "geometry",
+        "geography",
     }
 )  # fmt: skip
 """Element types of the arrays Debezium has a schema for (``PostgresValueConverter``); ``bit``/``varbit``
 arrays aside (:func:`bit_array_codec`)."""
 
 REQUIRED_ITEM_ELEMENTS: Final = frozenset({"tsvector", "int2vector", "oidvector"})
-"""Element types whose array items Debezium declares required (``"optional": false``), as enums'."""
+"""Element types whose array items Debezium declares required (``"optional": false``), as enums' and
+unknown types' (``include.unknown.datatypes``)."""
+
+UNMAPPED_ARRAY_ELEMENTS: Final = frozenset(
+    {"money", "name", "interval", "varbit", "xml", "point", "refcursor"}
+)
+"""Element types whose arrays Debezium leaves out even with ``include.unknown.datatypes=true`` (its
+converter knows the array type and has no schema for it); arrays of other unknown element types
+(``aclitem[]``, ``xid[]``, multiranges, composites, domains...) then become arrays of required
+binary items, each element's text."""
 
 
 def _array_placeholder(element: str) -> Any:
@@ -156,8 +167,9 @@ def array_codec(
     column: Column, element: str, item_builder: Builder, modes: TypeModes, label: str, table: str
 ) -> ColumnCodec:
     """The codec of array ``column`` whose canonical element type is ``element`` (one of
-    :data:`ARRAY_ELEMENTS`, or an enum) and whose items ``item_builder`` builds: items are
-    optional (required for enum arrays and :data:`REQUIRED_ITEM_ELEMENTS`, as Debezium); the
+    :data:`ARRAY_ELEMENTS`, an enum, or an unknown type's binary text) and whose items
+    ``item_builder`` builds: items are optional (required for enum and unknown-type arrays and
+    :data:`REQUIRED_ITEM_ELEMENTS`, as Debezium); the
     value is null, or ``[]`` in a NOT NULL column, when inexpressible: multi-dimensional, or a NULL
     element where items are required (Debezium writes null for both)."""
     if column.enum_values is not None:
@@ -165,7 +177,7 @@ def array_codec(
         items_optional = False
     else:
         item_node, item_convert = item_builder(column, modes, f"{label} element")
-        items_optional = element not in REQUIRED_ITEM_ELEMENTS
+        items_optional = element in ARRAY_ELEMENTS and element not in REQUIRED_ITEM_ELEMENTS
     item_node = with_optional(item_node, items_optional)
 
     delimiter = ELEMENT_DELIMITERS.get(element, ",")

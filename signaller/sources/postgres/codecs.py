@@ -56,7 +56,9 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``lseg``/``path`` (line strings) and ``box``/``polygon`` (one-ring polygons) ->
   ``io.debezium.data.geometry.Geometry`` version 2 ``{wkb, srid, extensions}`` with
   ``extensions`` ``{"type": "<typname>"}`` (and ``"closed"`` for a path)
-  (:mod:`~signaller.sources.postgres.geometric`); ``int2vector``/``oidvector`` -> arrays of required
+  (:mod:`~signaller.sources.postgres.geometric`); PostGIS ``geometry`` -> the same ``Geometry``
+  with the value's EWKB as ``wkb``, its SRID and null ``extensions``; ``geography`` ->
+  ``io.debezium.data.geometry.Geography`` version 1 ``{wkb, srid}``; ``int2vector``/``oidvector`` -> arrays of required
   int16/int64 with the vector's numbers (Debezium 3.7 writes ``[]``: the README's allow-list);
   ``tsvector`` -> ``io.debezium.data.Tsvector`` (PostgreSQL's text), ``tsvector[]`` items required.
 * ``hstore`` (extension) per ``hstore.handling.mode``: ``io.debezium.data.Json`` string (``json``)
@@ -79,7 +81,10 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
 * ``bit[]``/``bit(n)[]`` as Debezium 3.7: declared with the element's schema (boolean, ``Bits``),
   null for every value.
 * anything else follows ``include.unknown.datatypes``: left out of events (Debezium's default),
-  or, when enabled, the text's UTF-8 bytes rendered per the binary handling mode.
+  or, when enabled, the text's UTF-8 bytes rendered per the binary handling mode; an array of such
+  an element (``aclitem[]``, ``xid[]``, composites, domains...) then becomes an array of required
+  items, each element's bytes, except the arrays Debezium never emits (``money[]``, ``name[]``,
+  ``interval[]``, ``varbit[]``, ``xml[]``, ``point[]``, ``refcursor[]``).
 
 Inexpressible values
 --------------------
@@ -112,7 +117,13 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from signaller.errors import ConfigError
 from signaller.model.tables import Column
-from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec, bit_array_codec, int_vector_builder
+from signaller.sources.postgres.arrays import (
+    ARRAY_ELEMENTS,
+    UNMAPPED_ARRAY_ELEMENTS,
+    array_codec,
+    bit_array_codec,
+    int_vector_builder,
+)
 from signaller.sources.postgres.conversion import tolerant
 from signaller.sources.postgres.geometric import GEOMETRIC_BUILDERS
 from signaller.sources.postgres.hstore import build_hstore
@@ -293,6 +304,8 @@ def _array_codec(column: Column, element: str, modes: TypeModes, label: str, tab
     if element == "bit":
         return bit_array_codec(column, build_bits, modes, label)
     builder = _ELEMENT_BUILDERS.get(element)
+    if builder is None and modes.include_unknown_datatypes and element not in UNMAPPED_ARRAY_ELEMENTS:
+        return array_codec(column, element, build_unknown_binary, modes, label, table)
     if builder is None or element not in ARRAY_ELEMENTS:
         return _omitted(column, modes, label)
     return array_codec(column, element, builder, modes, label, table)
