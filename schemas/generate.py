@@ -33,6 +33,12 @@ SAMPLES: list[tuple[str, int, str]] = [
     ("line", -1, "{1,2,3}"), ("lseg", -1, "[(1,2),(3,4)]"), ("box", -1, "(3,4),(1,2)"),
     ("path", -1, "[(1,2),(3,4)]"), ("polygon", -1, "((1,2),(3,4),(5,6))"), ("circle", -1, "<(1,2),3>"),
     ("int2vector", -1, "1 2 3"), ("oidvector", -1, "1 2 3"),
+    ("_line", -1, '{"{1,2,3}",NULL}'), ("_box", -1, "{(3,4),(1,2);(0,0),(0,0)}"), ("_circle", -1, '{"<(1,2),3>"}'),
+    ("_int2vector", -1, '{"1 2",""}'), ("_oidvector", -1, '{"1 2"}'), ("_bit", 1, "{1,0}"), ("_bit", 12, "{101}"),
+    ("hstore", -1, '"a"=>"1", "b"=>NULL'), ("_hstore", -1, '{"\\"a\\"=>\\"1\\"",NULL}'),
+    ("geometry", -1, "0101000020E6100000000000000000F03F0000000000000040"),
+    ("geography", -1, "0101000020E6100000000000000000F03F0000000000000040"),
+    ("_geometry", -1, "{0101000000000000000000F03F0000000000000040:NULL}"),
 ]
 ALLOWED_DIFFERENCES = [
     "`date` BC values in snapshot READs: Debezium drops the era (`0044-03-15 BC` is read as `0044-03-15` AD); "
@@ -44,17 +50,42 @@ ALLOWED_DIFFERENCES = [
     "2146033979/-2147472691 in streamed events; signaller writes the streamed values in both.",
     "`timestamptz[]` `-infinity` elements: Debezium writes `+292269055-12-02T23:00:00.000000Z`; signaller "
     "writes `-infinity`, as Debezium does for a `timestamptz` column.",
+    "`timestamptz[]` BC elements: Debezium drops the era; signaller keeps it, as Debezium does for a "
+    "`timestamptz` column.",
+    "`time[]` elements: Debezium truncates them to milliseconds and writes `24:00:00` as 0; signaller keeps "
+    "the microseconds and `24:00:00`, as Debezium does for a `time` column.",
+    "Multi-dimensional values of any array column: Debezium writes Java object ids (`[Ljava.lang.String;@...`) "
+    "or nulls; signaller writes null.",
+    "`numeric[]` holding `NaN`/`±Infinity` (`precise`): Debezium writes null for the whole array; signaller "
+    "writes null for those elements only.",
+    "`line[]`, `lseg[]`, `box[]`, `path[]`, `polygon[]`, `circle[]`, `int2vector[]`, `oidvector[]`: Debezium "
+    "writes null for every non-empty value; signaller writes the elements, in Debezium's schema.",
     "`name` columns in streamed events: Debezium writes null (its READs carry the value); signaller writes "
     "the value in both.",
-    "`int2vector`/`oidvector`: Debezium writes `[]` for every value; signaller writes the numbers.",
+    "`int2vector`/`oidvector`: Debezium writes `[]` for every non-empty value and null for an empty one; "
+    "signaller writes the numbers.",
 ]
 """The README's allow-list entries about values (\"Differences from Debezium\")."""
+NOTES = [
+    "As Debezium 3.7 (the compatibility suite covers every type of `pg_type`, `tests/compat/all_types.py`):",
+    "`bit[]`/`bit(n)[]` columns are declared with their element's schema (boolean, `io.debezium.data.Bits`) and",
+    "are null in every event; an array with a NULL element whose items are required (enum, `tsvector`,",
+    "`int2vector`, `oidvector` arrays) is null; `hstore` pairs come in Java `HashMap` order; types without a",
+    "mapping (`aclitem`, `cid`, `tid`, `xid`, `xid8`, `pg_lsn`, `pg_snapshot`, `txid_snapshot`, `tsquery`,",
+    "`jsonpath`, `refcursor`, the `reg*` types, multiranges, index and statistics internals, and arrays of these;",
+    "`money[]`, `name[]`, `interval[]`, `varbit[]`, `xml[]`, `point[]`, `refcursor[]`; composite types and their",
+    "arrays; arrays of domains) are left out of events, or written as their text's bytes with",
+    "`include.unknown.datatypes=true` (arrays of the latter as arrays of required items, each element's bytes;",
+    "the arrays listed by name stay left out).",
+]
+"""What the table does not show."""
 MODES = [
     ("default", TypeModes()),
     ("decimal.handling.mode=string", TypeModes(decimal_handling="string")),
     ("decimal.handling.mode=double", TypeModes(decimal_handling="double")),
     ("time.precision.mode=connect", TypeModes(time_precision="connect")),
     ("binary.handling.mode=base64", TypeModes(binary_handling="base64")),
+    ("hstore.handling.mode=map", TypeModes(hstore_handling="map")),
 ]
 
 
@@ -69,8 +100,9 @@ def _schema_text(schema: dict[str, object]) -> str:
         parts.append(str(schema["name"]))
     if schema.get("parameters"):
         parts.append(json.dumps(schema["parameters"], sort_keys=True))
-    if schema.get("items"):
-        parts.append("items " + _schema_text(schema["items"]))  # type: ignore[arg-type]
+    for member in ("keys", "values", "items"):
+        if schema.get(member):
+            parts.append(f"{member} " + _schema_text(schema[member]))  # type: ignore[arg-type]
     return " ".join(parts)
 
 
@@ -98,9 +130,10 @@ def type_mapping_markdown() -> str:
             name = type_name + (f"({typmod - 4})" if typmod > 4 and type_name in ("varchar", "bpchar") else "")
             if type_name == "numeric" and typmod > 0:
                 name = f"numeric({(typmod - 4) >> 16},{(typmod - 4) & 0xFFFF})"
-            if type_name == "timestamp" and typmod >= 0:
-                name = f"timestamp({typmod})"
+            if type_name in ("timestamp", "_bit") and typmod >= 0:
+                name = f"{type_name}({typmod})"
             lines.append(f"| {name} | {label} | `{sample}` | {row} |")
+    lines += ["", *NOTES]
     lines += ["", "Allowed differences from Debezium (the README's allow-list):", ""]
     lines += [f"- {text}" for text in ALLOWED_DIFFERENCES]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the machine packages the local stack needs, when they are missing: Python 3.11 with
-# venv, Java 17 (Kafka broker, Spark), Maven (resolves jars from Maven Central) and PostgreSQL
-# 15+ (Debian's package). Safe to run again: it does nothing when everything is there.
+# venv, Java 17 (Kafka broker, Spark), Maven (resolves jars from Maven Central), PostgreSQL
+# 15+ (Debian's package, with contrib: hstore) and PostGIS 3 for each installed PostgreSQL major
+# (the compatibility suite's geometry/geography columns). Safe to run again: it does nothing when
+# everything is there.
 set -euo pipefail
 
 missing=()
@@ -12,14 +14,28 @@ command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || missing+=(python3.11 python3.11-venv)
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+install() {
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "missing system packages: $* (install them with your package manager)" >&2
+    exit 1
+  fi
+  echo "installing system packages: $*" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "$@"
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+  install "${missing[@]}"
 fi
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "missing system packages: ${missing[*]} (install them with your package manager)" >&2
-  exit 1
+
+# PostGIS for each PostgreSQL major installed (known only once PostgreSQL is).
+postgis=()
+for bin in /usr/lib/postgresql/*/bin/postgres; do
+  [ -e "$bin" ] || continue
+  major=$(basename "$(dirname "$(dirname "$bin")")")
+  [ -e "/usr/share/postgresql/$major/extension/postgis.control" ] || postgis+=("postgresql-$major-postgis-3")
+done
+if [ ${#postgis[@]} -gt 0 ]; then
+  install "${postgis[@]}"
 fi
-echo "installing system packages: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"

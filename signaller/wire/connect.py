@@ -136,9 +136,10 @@ GEOMETRY: Final[dict[str, Any]] = _wkb_struct("io.debezium.data.geometry.Geometr
 ``lseg``, ``box``, ``path``, ``polygon`` and PostGIS ``geometry``)."""
 
 GEOGRAPHY: Final[dict[str, Any]] = _wkb_struct(
-    "io.debezium.data.geometry.Geography", 2, "Geography", extensions=True
+    "io.debezium.data.geometry.Geography", 1, "Geography", extensions=False
 )
-"""``io.debezium.data.geometry.Geography`` version 2: ``{wkb, srid, extensions}`` (PostGIS ``geography``)."""
+"""``io.debezium.data.geometry.Geography`` version 1: ``{wkb, srid}`` (PostGIS ``geography``; measured
+against Debezium 3.7, which has no ``extensions`` here)."""
 
 CIRCLE: Final[dict[str, Any]] = {
     "type": "struct",

@@ -26,6 +26,7 @@ from signaller.wire.numbers import b64, double_payload
 
 __all__ = [
     "circle_payload",
+    "geography_payload",
     "geometry_payload",
     "line_payload",
     "linestring_wkb",
@@ -80,5 +81,10 @@ def circle_payload(x: float, y: float, radius: float) -> dict[str, Any]:
 
 
 def geometry_payload(wkb: bytes, srid: int | None, extensions: Mapping[str, str] | None) -> dict[str, Any]:
-    """The JSON payload of ``io.debezium.data.geometry.Geometry``/``Geography`` version 2."""
+    """The JSON payload of ``io.debezium.data.geometry.Geometry`` version 2."""
     return {"wkb": b64(wkb), "srid": srid, "extensions": None if extensions is None else dict(extensions)}
+
+
+def geography_payload(wkb: bytes, srid: int | None) -> dict[str, Any]:
+    """The JSON payload of ``io.debezium.data.geometry.Geography`` version 1."""
+    return {"wkb": b64(wkb), "srid": srid}

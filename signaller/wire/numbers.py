@@ -10,7 +10,8 @@ Contract
 * :func:`to_float32` rounds a double to float32 as Java's ``(float)`` cast does.
 * :func:`unscaled_bytes` is ``BigInteger.toByteArray()``; :func:`b64` is how Jackson writes a
   ``byte[]`` (standard base64, no newline).
-* :func:`decimal_text` is ``BigDecimal.toString()``; :func:`strip_trailing_zeros` and
+* :func:`decimal_plain_text` is ``BigDecimal.toPlainString()`` (``decimal.handling.mode=string``);
+  :func:`strip_trailing_zeros` and
   :func:`rescale` are ``stripTrailingZeros()`` (clamped at scale 0, as Debezium) and
   ``setScale(target)`` without rounding (``ValueError`` when digits would be lost).
 
@@ -32,7 +33,7 @@ __all__ = [
     "JavaDouble",
     "JavaFloat",
     "b64",
-    "decimal_text",
+    "decimal_plain_text",
     "double_payload",
     "rescale",
     "strip_trailing_zeros",
@@ -160,7 +161,7 @@ def strip_trailing_zeros(unscaled: int, scale: int) -> tuple[int, int]:
     return unscaled, scale
 
 
-def decimal_text(unscaled: int, scale: int) -> str:
-    """Java ``BigDecimal.toString()`` (Python's ``str(Decimal)`` follows the same rules)."""
+def decimal_plain_text(unscaled: int, scale: int) -> str:
+    """Java ``BigDecimal.toPlainString()``: no exponent (``0.0000000001``, ``0.0000000000``)."""
     digits = tuple(int(digit) for digit in str(abs(unscaled)))
-    return str(Decimal((1 if unscaled < 0 else 0, digits, -scale)))
+    return format(Decimal((1 if unscaled < 0 else 0, digits, -scale)), "f")

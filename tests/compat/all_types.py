@@ -9,17 +9,20 @@ a type no one listed cannot go untested silently; :data:`EXCLUDED` names the typ
 a value, with the reason.
 
 Rows: row *k* holds the *k*-th value of each type (NULL when the type has fewer), and each array
-column a one-dimensional array (with a NULL element), an empty array, then a two-dimensional one.
-The script: insert every row, update every row (``REPLICA IDENTITY FULL``: before images of every
-value), delete one, then an ``execute-snapshot`` of the table (READs of the rows left); an end
-marker closes the topic. :func:`run` returns both sides' topics for :mod:`tests.compat.compare`.
+column a one-dimensional array (with a NULL element), an empty array, a two-dimensional one, then a
+one-dimensional one without NULL. The columns Debezium cannot read in a snapshot (:data:`STREAM_ONLY`,
+with the reason) are in a second table. The script, in both tables: insert every row, update every row
+(``REPLICA IDENTITY FULL``: before images of every value), delete one; then an ``execute-snapshot`` of
+the first table (READs of the rows left); an end marker closes each topic. :func:`run` returns both
+sides' topics for :mod:`tests.compat.compare`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +144,20 @@ MODIFIED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 """Declared type modifiers that change the encoding: ``(column type, its base type, values)``."""
 
 
+_MANY_KEYS = ", ".join(f'"key{i}"=>"{i}"' for i in range(30))
+EXTENSIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "hstore": ("hstore", ("", '"a"=>"1", "b"=>NULL', '"k\\"q"=>"v,\\\\x", "é"=>"", "NULL"=>"null", "=>"=>" "',
+                          _MANY_KEYS)),
+    "geometry": ("postgis", ("POINT(1 2)", "SRID=4326;POINT(-71.06 42.36)", "LINESTRING(0 0,1 1,2 0)",
+                             "SRID=3857;POLYGON((0 0,4 0,4 4,0 4,0 0),(1 1,2 1,2 2,1 1))", "POINT EMPTY",
+                             "POINT Z (1 2 3)", "GEOMETRYCOLLECTION EMPTY")),
+    "geography": ("postgis", ("POINT(1 2)", "SRID=4326;LINESTRING(-71.06 42.36,-71.07 42.37)",
+                              "MULTIPOINT((0 0),(1 1))")),
+}
+"""Extension types Debezium maps: ``type -> (extension, values)``; ``CREATE EXTENSION IF NOT EXISTS``
+(shared by every test, never dropped) when PostgreSQL has it, else the type is skipped."""
+
+
 @dataclass(frozen=True)
 class CatalogType:
     """One ``pg_catalog`` type: ``typname``, ``typtype`` (``b``/``r``/``m``), whether it has an array type."""
@@ -184,27 +201,59 @@ def _scalar(name: str, type_sql: str, values: tuple[str, ...]) -> Column:
 
 
 def _array(name: str, element_sql: str, values: tuple[str, ...]) -> Column:
-    """Rows: ``[v0, NULL, v1...]``, ``{}``, a two-dimensional ``[[v0, v1], [v1, v0]]``."""
+    """Rows: ``[v0, NULL, v1...]``, ``{}``, a two-dimensional ``[[v0, v1], [v1, v0]]``, ``[v1..., v0]``
+    (no NULL element)."""
     items = [_literal(v, element_sql) for v in values]
     first, second = items[0], items[1 % len(items)]
     return Column(name, f"{element_sql}[]", [
         f"ARRAY[{first}, NULL{''.join(', ' + i for i in items[1:])}]",
         f"'{{}}'::{element_sql}[]",
         f"ARRAY[[{first}, {second}], [{second}, {first}]]",
+        f"ARRAY[{', '.join(items[1:] + items[:1])}]",
     ])
+
+
+def _modified_name(type_sql: str) -> str:
+    """``numeric(38,10)`` -> ``numeric_38_10``: a column name that says its type."""
+    return re.sub(r"\W+", "_", type_sql).strip("_")
+
+
+STREAM_ONLY: Mapping[str, str] = {
+    "c_refcursor": "Debezium's snapshot reads a refcursor column with pgjdbc's getObject, which runs FETCH ALL IN "
+                   "<the value> (a cursor that does not exist, or '' -> zero-length identifier): the table's "
+                   "snapshot fails",
+}
+"""Columns Debezium 3.7 cannot read in a snapshot (its incremental snapshot of the whole table fails), with
+the reason: they live in a second table, compared in streamed events only."""
 
 
 @dataclass
 class WideTable:
-    """The table, the user-defined types it needs, its columns and the row count."""
+    """The snapshotted table and the streamed-only one (:data:`STREAM_ONLY`), the user-defined types
+    they need, their columns and the row count."""
 
     name: str
     columns: list[Column]
     user_types: list[str]
+    streamed_name: str = ""
+    streamed_columns: list[Column] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
-        return max(len(c.values) for c in self.columns) + 1  # the last row is all NULLs
+        return max(len(c.values) for c in self.columns + self.streamed_columns) + 1  # the last row: all NULLs
+
+    @property
+    def tables(self) -> list[tuple[str, list[Column]]]:
+        """``(table, columns)`` of both tables, the snapshotted one first."""
+        return [(self.name, self.columns), (self.streamed_name, self.streamed_columns)]
+
+
+def _has_extension(capture: CaptureEnv, extension: str) -> bool:
+    """Create ``extension`` if PostgreSQL ships it (False when it does not)."""
+    if not capture.sql("SELECT 1 FROM pg_available_extensions WHERE name = %s", (extension,)):
+        return False
+    capture.sql(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+    return True
 
 
 def build(capture: CaptureEnv, types: list[CatalogType]) -> WideTable:
@@ -225,9 +274,12 @@ def build(capture: CaptureEnv, types: list[CatalogType]) -> WideTable:
         columns.append(_scalar(f"c_{t.name}", type_sql, values) if values else Column(f"c_{t.name}", type_sql, []))
         if t.has_array and values:
             columns.append(_array(f"a_{t.name}", type_sql, values))
-    for index, (type_sql, _base, values) in enumerate(MODIFIED):
-        columns.append(_scalar(f"m{index}", type_sql, values))
-        columns.append(_array(f"ma{index}", type_sql, values))
+    for type_sql, _base, values in MODIFIED:
+        columns.append(_scalar(f"m_{_modified_name(type_sql)}", type_sql, values))
+        columns.append(_array(f"ma_{_modified_name(type_sql)}", type_sql, values))
+    for type_sql, (extension, values) in EXTENSIONS.items():
+        if _has_extension(capture, extension):
+            columns += [_scalar(f"x_{type_sql}", type_sql, values), _array(f"x_{type_sql}_arr", type_sql, values)]
     enum_values = ("sad", "o'k, \"fine\"", "héllo")
     columns += [
         _scalar("u_enum", enum, enum_values), _array("u_enum_arr", enum, enum_values),
@@ -236,20 +288,24 @@ def build(capture: CaptureEnv, types: list[CatalogType]) -> WideTable:
         _scalar("u_darr", user[2], ("{}", "{a,\"b, c\",NULL}")),
         _scalar("u_comp", user[3], ("(1,\"x, y\",sad)", "(,,)")), _array("u_comp_arr", user[3], ("(1,a,sad)",)),
     ]
-    table = f"cmp_all_{s}"
-    capture.create_table("id integer PRIMARY KEY, " + ", ".join(f"{c.name} {c.type_sql}" for c in columns), table)
-    capture.sql(f"ALTER TABLE {table} REPLICA IDENTITY FULL")
-    return WideTable(table, columns, [enum, *user])
+    table = WideTable(f"cmp_all_{s}", [c for c in columns if c.name not in STREAM_ONLY], [enum, *user],
+                      f"cmp_allx_{s}", [c for c in columns if c.name in STREAM_ONLY])
+    for name, table_columns in table.tables:
+        capture.create_table("id integer PRIMARY KEY, " + ", ".join(f"{c.name} {c.type_sql}" for c in table_columns),
+                             name)
+        capture.sql(f"ALTER TABLE {name} REPLICA IDENTITY FULL")
+    return table
 
 
 def run_dml(capture: CaptureEnv, table: WideTable) -> None:
-    """Insert every row, update every row (one column: before images of all), delete row 1."""
-    names = ", ".join(c.name for c in table.columns)
-    for row in range(table.rows):
-        exprs = ", ".join((c.values[row] if row < len(c.values) else None) or "NULL" for c in table.columns)
-        capture.sql(f"INSERT INTO {table.name} (id, {names}) VALUES ({row + 1}, {exprs})")
-    capture.sql(f"UPDATE {table.name} SET id = id")
-    capture.sql(f"DELETE FROM {table.name} WHERE id = 1")
+    """In each table: insert every row, update every row (one column: before images of all), delete row 1."""
+    for name, columns in table.tables:
+        names = ", ".join(c.name for c in columns)
+        for row in range(table.rows):
+            exprs = ", ".join((c.values[row] if row < len(c.values) else None) or "NULL" for c in columns)
+            capture.sql(f"INSERT INTO {name} (id, {names}) VALUES ({row + 1}, {exprs})")
+        capture.sql(f"UPDATE {name} SET id = id")
+        capture.sql(f"DELETE FROM {name} WHERE id = 1")
 
 
 def connector_properties(names: scenario.Names, table: WideTable, modes: Mapping[str, str]) -> dict[str, str]:
@@ -257,7 +313,7 @@ def connector_properties(names: scenario.Names, table: WideTable, modes: Mapping
     return {
         "topic.prefix": names.prefix, "slot.name": names.slot, "publication.name": names.publication,
         "publication.autocreate.mode": "filtered", "plugin.name": "pgoutput",
-        "table.include.list": f"public.{table.name}", "snapshot.mode": "no_data",
+        "table.include.list": f"public.{table.name},public.{table.streamed_name}", "snapshot.mode": "no_data",
         "signal.data.collection": f"public.{names.signal_table}", "incremental.snapshot.chunk.size": "3",
         "notification.enabled.channels": "sink", "notification.sink.topic.name": names.notification_topic,
         **modes,
@@ -279,7 +335,8 @@ def run(capture: CaptureEnv, workdir: Path, modes: Mapping[str, str], timeout_s:
             connect = DebeziumConnect(capture.stack, properties, workdir / "debezium", name=f"all-{capture.suffix}")
             sides.append(scenario.Side("debezium", names, connect.start, connect.stop, connect.log_text))
         else:
-            config = capture.connector_config(slot=slot, publication=publication, prefix=prefix, tables=[table.name])
+            config = capture.connector_config(slot=slot, publication=publication, prefix=prefix,
+                                              tables=[table.name, table.streamed_name])
             config["config"].update(properties)
             config["config"]["signaller.http.port"] = str(closed_port())
             car = capture.sidecar(config, label="sidecar")
@@ -296,14 +353,20 @@ def run(capture: CaptureEnv, workdir: Path, modes: Mapping[str, str], timeout_s:
         for side, reader in zip(sides, readers, strict=True):
             wait_until(lambda reader=reader: scenario._completed(reader, "all-1"), timeout_s,
                        f"{side.label}: COMPLETED", describe=lambda side=side: side.log()[-4000:])
-        capture.sql(f"INSERT INTO {table.name} (id) VALUES (1000)")
+        # The first change after the snapshot follows each side's own watermark transactions, so its
+        # source.sequence[0] differs by design (allow-listed for the streamed-only table): it goes there.
+        for name, _columns in reversed(table.tables):
+            capture.sql(f"INSERT INTO {name} (id) VALUES (1000)")
         outputs = []
         for side in sides:
-            topic = f"{side.names.prefix}.public.{table.name}"
-            reader = capture.reader(topic)
-            reader.wait_for(lambda records: any(scenario._is_end_marker(r) for r in records), timeout_s,
-                            f"{side.label}: the end marker", describe=lambda side=side: side.log()[-4000:])
-            outputs.append({topic: [{"key": r.key, "value": r.value} for r in reader.records]})
+            output = {}
+            for name, _columns in table.tables:
+                topic = f"{side.names.prefix}.public.{name}"
+                reader = capture.reader(topic)
+                reader.wait_for(lambda records: any(scenario._is_end_marker(r) for r in records), timeout_s,
+                                f"{side.label}: the end marker", describe=lambda side=side: side.log()[-4000:])
+                output[topic] = [{"key": r.key, "value": r.value} for r in reader.records]
+            outputs.append(output)
     finally:
         for side in sides:
             side.stop()

@@ -57,6 +57,9 @@ GEOMETRY = {"type": "record", "name": "Geometry", "namespace": "io.debezium.data
             "fields": [{"name": "wkb", "type": "bytes"}, {"name": "srid", "type": ["null", "int"], "default": None},
                        {"name": "extensions", "type": ["null", {"type": "map", "values": "string"}], "default": None}],
             "connect.doc": "Geometry", "connect.version": 2, "connect.name": "io.debezium.data.geometry.Geometry"}
+GEOGRAPHY = {"type": "record", "name": "Geography", "namespace": "io.debezium.data.geometry",
+             "fields": [{"name": "wkb", "type": "bytes"}, {"name": "srid", "type": ["null", "int"], "default": None}],
+             "connect.doc": "Geography", "connect.version": 1, "connect.name": "io.debezium.data.geometry.Geography"}
 CIRCLE = {"type": "record", "name": "Circle", "namespace": "io.debezium.data.geometry",
           # Java Avro writes a nested named type's namespace only when it differs from the enclosing one
           "fields": [{"name": "center", "type": {k: v for k, v in POINT.items() if k != "namespace"}},
@@ -113,6 +116,22 @@ EXPECTED: dict[tuple[str, int, str], Any] = {
     ("_date", -1, "default"): {"type": "array", "items": ["null", named("int", "io.debezium.time.Date")]},
     ("_date", -1, "time.precision.mode=connect"): {
         "type": "array", "items": ["null", named("int", KAFKA + "Date", logicalType="date")]},
+    ("_line", -1, "default"): {"type": "array", "items": ["null", LINE]},
+    ("_box", -1, "default"): {"type": "array", "items": ["null", GEOMETRY]},
+    ("_circle", -1, "default"): {"type": "array", "items": ["null", CIRCLE]},
+    ("_int2vector", -1, "default"): {"type": "array", "items": {"type": "array",
+                                                                "items": {"type": "int", "connect.type": "int16"}}},
+    ("_oidvector", -1, "default"): {"type": "array", "items": {"type": "array", "items": "long"}},
+    ("_bit", 1, "default"): "boolean",
+    ("_bit", 12, "default"): named("bytes", "io.debezium.data.Bits", **{"connect.parameters": {"length": "12"}}),
+    ("hstore", -1, "default"): named("string", "io.debezium.data.Json"),
+    ("hstore", -1, "hstore.handling.mode=map"): {"type": "map", "values": ["null", "string"]},
+    ("_hstore", -1, "default"): {"type": "array", "items": ["null", named("string", "io.debezium.data.Json")]},
+    ("_hstore", -1, "hstore.handling.mode=map"): {"type": "array",
+                                                  "items": ["null", {"type": "map", "values": ["null", "string"]}]},
+    ("geometry", -1, "default"): GEOMETRY,
+    ("geography", -1, "default"): GEOGRAPHY,
+    ("_geometry", -1, "default"): {"type": "array", "items": ["null", GEOMETRY]},
 }
 
 

@@ -111,3 +111,26 @@ def test_name_and_int_vector_entries_accept_only_debeziums_lost_values() -> None
     vector = next(r for r in ALLOWED if r.name == "int2vector and oidvector values")
     assert vector.matches(Difference("data:t", 0, "value.payload.before.c_int2vector[0]", "<absent>", 1, "u"))
     assert not vector.matches(Difference("data:t", 0, "value.payload.after.c_oidvector[0]", 2, 1, "c"))
+
+
+def test_all_types_entries_accept_exactly_debeziums_values() -> None:
+    from tests.compat.compare import (
+        era_dropped_instant,
+        java_object_ids,
+        julian_calendar_any_unit,
+        nulled_array,
+        time_in_milliseconds,
+    )
+
+    assert era_dropped_instant("0044-03-15T12:00:00.000000Z", "-0043-03-15T12:00:00.000000Z")
+    assert not era_dropped_instant("0044-03-15T12:00:00.000000Z", "0044-03-15T12:00:00.000000Z")
+    assert not era_dropped_instant("0044-03-15T12:00:01.000000Z", "-0043-03-15T12:00:00.000000Z")
+    assert time_in_milliseconds(47655123000, 47655123456) and time_in_milliseconds(0, 86_400_000_000)
+    assert time_in_milliseconds(0, 86_400_000)  # time(0): ms
+    assert not time_in_milliseconds(47655124000, 47655123456) and not time_in_milliseconds(5, 5)
+    assert julian_calendar_any_unit(-63517953600000, -63517780800000)  # ms
+    assert java_object_ids(["[Ljava.lang.String;@59a75223", "[Ljava.util.UUID;@9abaade"], None)
+    assert java_object_ids([None, None], None)
+    assert not java_object_ids(["a", "b"], None) and not java_object_ids([None], [None])
+    assert not java_object_ids([], None)
+    assert nulled_array(None, [1]) and not nulled_array(None, []) and not nulled_array([1], [1])

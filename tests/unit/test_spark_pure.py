@@ -58,6 +58,8 @@ def spec_of(type_name: str, typmod: int = -1, modes: TypeModes | None = None) ->
         ("_int4", -1, TypeModes(), "ARRAY<INT>"),
         ("_date", -1, TypeModes(), "ARRAY<DATE>"),
         ("_numeric", (10 << 16 | 2) + 4, TypeModes(), "ARRAY<DECIMAL(10,2)>"),
+        ("hstore", -1, TypeModes(), "STRING"),
+        ("hstore", -1, TypeModes(hstore_handling="map"), "MAP<STRING, STRING>"),
     ],
 )
 def test_delta_type_of_each_encoding(type_name: str, typmod: int, modes: TypeModes, ddl: str) -> None:
@@ -233,6 +235,13 @@ def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None
         ("circle", "STRUCT<`center`: STRUCT<`x`: DOUBLE, `y`: DOUBLE, `wkb`: BINARY, `srid`: INT>, `radius`: DOUBLE>"),
         ("int2vector", "ARRAY<SMALLINT>"),
         ("oidvector", "ARRAY<BIGINT>"),
+        ("_line", "ARRAY<STRUCT<`a`: DOUBLE, `b`: DOUBLE, `c`: DOUBLE>>"),
+        ("_box", "ARRAY<STRUCT<`wkb`: BINARY, `srid`: INT, `extensions`: MAP<STRING, STRING>>>"),
+        ("_int2vector", "ARRAY<ARRAY<SMALLINT>>"),
+        ("_oidvector", "ARRAY<ARRAY<BIGINT>>"),
+        ("geometry", "STRUCT<`wkb`: BINARY, `srid`: INT, `extensions`: MAP<STRING, STRING>>"),
+        ("geography", "STRUCT<`wkb`: BINARY, `srid`: INT>"),
+        ("_hstore", "ARRAY<STRING>"),
     ],
 )
 def test_geometric_and_vector_columns_are_stored_as_their_raw_structs_and_arrays(type_name: str, ddl: str) -> None:

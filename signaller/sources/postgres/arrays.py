@@ -22,23 +22,41 @@ from signaller.wire.connect import with_optional
 if TYPE_CHECKING:
     from signaller.sources.postgres.codecs import Builder, TypeModes
 
-__all__ = ["ARRAY_ELEMENTS", "REQUIRED_ITEM_ELEMENTS", "array_codec", "int_vector_builder", "parse_array_literal"]
+__all__ = [
+    "ARRAY_ELEMENTS",
+    "REQUIRED_ITEM_ELEMENTS",
+    "UNMAPPED_ARRAY_ELEMENTS",
+    "array_codec",
+    "bit_array_codec",
+    "int_vector_builder",
+    "parse_array_literal",
+]
 
 
 _ARRAY_SPACE: Final = " \t\n\r\v\f"
 """What PostgreSQL's array parser treats as white space (``array_isspace``)."""
 
 
-_ARRAY_ELEMENT: Final = re.compile(
-    r'[ \t\n\r\v\f]*(?:"((?:[^"\\]|\\.)*)"|((?:[^,"\\{}]|\\.)*))[ \t\n\r\v\f]*(,|\Z)', re.S
-)
+def _element_pattern(delimiter: str) -> re.Pattern[str]:
+    d = re.escape(delimiter)
+    return re.compile(
+        rf'[ \t\n\r\v\f]*(?:"((?:[^"\\]|\\.)*)"|((?:[^{d}"\\{{}}]|\\.)*))[ \t\n\r\v\f]*({d}|\Z)', re.S
+    )
+
+
+ELEMENT_DELIMITERS: Final = {"box": ";", "geometry": ":", "geography": ":"}
+"""Element types whose array delimiter (``pg_type.typdelim``) is not ``,``: ``box``, PostGIS's types."""
+
+_ARRAY_ELEMENT: Final = {d: _element_pattern(d) for d in {",", *ELEMENT_DELIMITERS.values()}}
+"""Element patterns by delimiter."""
 
 
 _ESCAPE: Final = re.compile(r"\\(.)", re.S)
 
 
-def parse_array_literal(text: str) -> list[str | None]:
-    """Parse a one-dimensional PostgreSQL array literal into element texts (``None`` = NULL).
+def parse_array_literal(text: str, delimiter: str = ",") -> list[str | None]:
+    """Parse a one-dimensional PostgreSQL array literal into element texts (``None`` = NULL);
+    ``delimiter`` is the element type's ``typdelim`` (``,``; :data:`ELEMENT_DELIMITERS`).
 
     Handles quoting, backslash escapes, unquoted ``NULL`` (case-insensitive), whitespace around
     elements and a ``[lo:hi]=`` bounds decoration. Raises ``ValueError`` for malformed or
@@ -48,11 +66,12 @@ def parse_array_literal(text: str) -> list[str | None]:
     if not body.strip(_ARRAY_SPACE):
         return []
     if '"' not in body and "\\" not in body:
-        return _split_bare(body)
+        return _split_bare(body, delimiter)
+    pattern = _ARRAY_ELEMENT[delimiter]
     items: list[str | None] = []
     position = 0
     while True:
-        match = _ARRAY_ELEMENT.match(body, position)
+        match = pattern.match(body, position)
         if match is None:
             raise ValueError("malformed array literal")
         quoted, bare, separator = match.groups()
@@ -65,12 +84,12 @@ def parse_array_literal(text: str) -> list[str | None]:
             return items
 
 
-def _split_bare(body: str) -> list[str | None]:
+def _split_bare(body: str, delimiter: str) -> list[str | None]:
     """Fast path: no quotes, no escapes."""
     if "{" in body or "}" in body:
         raise ValueError("malformed array literal")
     items: list[str | None] = []
-    for raw in body.split(","):
+    for raw in body.split(delimiter):
         token = raw.strip(_ARRAY_SPACE)
         if not token:
             raise ValueError("malformed array element")
@@ -108,12 +127,24 @@ ARRAY_ELEMENTS: Final = frozenset(
         "inet", "cidr", "macaddr", "macaddr8", "int4range", "int8range", "numrange", "tsrange",
         "tstzrange", "daterange", "numeric", "float4", "float8", "bool", "date", "uuid", "json",
         "jsonb", "time", "timetz", "timestamp", "timestamptz", "bytea", "citext", "tsvector",
+        "line", "lseg", "box", "path", "polygon", "circle", "int2vector", "oidvector", "hstore", "geometry",
+        "geography",
     }
 )  # fmt: skip
-"""Element types of the arrays Debezium has a schema for (``PostgresValueConverter``)."""
+"""Element types of the arrays Debezium has a schema for (``PostgresValueConverter``); ``bit``/``varbit``
+arrays aside (:func:`bit_array_codec`)."""
 
-REQUIRED_ITEM_ELEMENTS: Final = frozenset({"tsvector"})
-"""Element types whose array items Debezium declares required (``"optional": false``), as enums'."""
+REQUIRED_ITEM_ELEMENTS: Final = frozenset({"tsvector", "int2vector", "oidvector"})
+"""Element types whose array items Debezium declares required (``"optional": false``), as enums' and
+unknown types' (``include.unknown.datatypes``)."""
+
+UNMAPPED_ARRAY_ELEMENTS: Final = frozenset(
+    {"money", "name", "interval", "varbit", "xml", "point", "refcursor"}
+)
+"""Element types whose arrays Debezium leaves out even with ``include.unknown.datatypes=true`` (its
+converter knows the array type and has no schema for it); arrays of other unknown element types
+(``aclitem[]``, ``xid[]``, multiranges, composites, domains...) then become arrays of required
+binary items, each element's text."""
 
 
 def _array_placeholder(element: str) -> Any:
@@ -136,24 +167,32 @@ def array_codec(
     column: Column, element: str, item_builder: Builder, modes: TypeModes, label: str, table: str
 ) -> ColumnCodec:
     """The codec of array ``column`` whose canonical element type is ``element`` (one of
-    :data:`ARRAY_ELEMENTS`, or an enum) and whose items ``item_builder`` builds: items are
-    optional (required for enum arrays and :data:`REQUIRED_ITEM_ELEMENTS`, as Debezium); the
-    value is null, or ``[]`` in a NOT NULL column, when inexpressible."""
+    :data:`ARRAY_ELEMENTS`, an enum, or an unknown type's binary text) and whose items
+    ``item_builder`` builds: items are optional (required for enum and unknown-type arrays and
+    :data:`REQUIRED_ITEM_ELEMENTS`, as Debezium); the
+    value is null, or ``[]`` in a NOT NULL column, when inexpressible: multi-dimensional, or a NULL
+    element where items are required (Debezium writes null for both)."""
     if column.enum_values is not None:
         item_node, item_convert = item_builder(column, modes, label)
-        item_node = with_optional(item_node, False)
+        items_optional = False
     else:
         item_node, item_convert = item_builder(column, modes, f"{label} element")
-        item_node = with_optional(item_node, element not in REQUIRED_ITEM_ELEMENTS)
+        items_optional = element in ARRAY_ELEMENTS and element not in REQUIRED_ITEM_ELEMENTS
+    item_node = with_optional(item_node, items_optional)
+
+    delimiter = ELEMENT_DELIMITERS.get(element, ",")
 
     def strict(text: str) -> list[Any]:
         try:
-            items = parse_array_literal(text)
+            items = parse_array_literal(text, delimiter)
         except ValueError as exc:
             if _is_multidimensional(text):
                 raise Unrepresentable("multidimensional_array", f"{label}: a multi-dimensional array does not "
                                       "fit the column's schema (an array of single values)") from None
             raise bad(label, text, str(exc)) from None
+        if not items_optional and None in items:
+            raise Unrepresentable("null_element", f"{label}: a NULL element does not fit the column's schema "
+                                  "(an array of required items)")
         try:
             return [None if item is None else item_convert(item) for item in items]
         except Unrepresentable:
@@ -173,6 +212,18 @@ def _array_item(item_convert: Converter, item: str | None, column: str, table: s
     except Unrepresentable as exc:
         UNREPRESENTABLE.record(table, column, exc.kind, f"{exc.reason} (an array element)")
         return None
+
+
+def bit_array_codec(column: Column, item_builder: Builder, modes: TypeModes, label: str) -> ColumnCodec:
+    """``bit[]``/``bit(n)[]``/``varbit(n)[]`` as Debezium 3.7 emits them: the column declared with its
+    *element's* schema (boolean for ``bit(1)``, ``io.debezium.data.Bits`` otherwise: Debezium's
+    schema, which no array fits) and null for every value, so the records validate against it."""
+    node, _convert = item_builder(column, modes, label)
+
+    def convert(text: str) -> None:
+        return None
+
+    return ColumnCodec(with_optional(node, column.optional), convert, True, None)
 
 
 def int_vector_builder(item_type: str) -> Builder:

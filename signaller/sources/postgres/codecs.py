@@ -28,8 +28,8 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``scale`` and ``connect.decimal.precision``; payload = base64 of the big-endian two's-complement
   unscaled value), or ``io.debezium.data.VariableScaleDecimal`` ``{scale, value}`` without a
   declared precision (trailing zeros stripped); ``double`` -> double; ``string`` ->
-  ``BigDecimal.toString()``. ``NaN``/``Infinity``/``-Infinity`` are ``NaN``/``Infinity``/
-  ``-Infinity`` (double: JSON strings, as Jackson writes them) or ``"NAN"``/
+  ``BigDecimal.toPlainString()`` (measured: ``1e-100`` is ``0.000...001``). ``NaN``/``Infinity``/
+  ``-Infinity`` are ``NaN``/``Infinity``/``-Infinity`` (double: JSON strings, as Jackson writes them) or ``"NAN"``/
   ``"POSITIVE_INFINITY"``/``"NEGATIVE_INFINITY"`` (string); ``precise`` cannot express them
   (see *Inexpressible values*); ``money`` -> Decimal with scale ``money_fraction_digits``.
 * character types, ``name``, ``citext``, network and range types -> string; ``uuid``/``json``/
@@ -56,22 +56,35 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``lseg``/``path`` (line strings) and ``box``/``polygon`` (one-ring polygons) ->
   ``io.debezium.data.geometry.Geometry`` version 2 ``{wkb, srid, extensions}`` with
   ``extensions`` ``{"type": "<typname>"}`` (and ``"closed"`` for a path)
-  (:mod:`~signaller.sources.postgres.geometric`); ``int2vector``/``oidvector`` -> arrays of required
+  (:mod:`~signaller.sources.postgres.geometric`); PostGIS ``geometry`` -> the same ``Geometry``
+  with the value's EWKB as ``wkb``, its SRID and null ``extensions``; ``geography`` ->
+  ``io.debezium.data.geometry.Geography`` version 1 ``{wkb, srid}``; ``int2vector``/``oidvector`` -> arrays of required
   int16/int64 with the vector's numbers (Debezium 3.7 writes ``[]``: the README's allow-list);
   ``tsvector`` -> ``io.debezium.data.Tsvector`` (PostgreSQL's text), ``tsvector[]`` items required.
+* ``hstore`` (extension) per ``hstore.handling.mode``: ``io.debezium.data.Json`` string (``json``)
+  or ``map<string, string>`` (``map``), pairs in Java ``HashMap`` order as Debezium writes them
+  (:mod:`~signaller.sources.postgres.hstore`).
 * ``interval`` -> ``io.debezium.time.MicroDuration`` (int64 µs, 365.25/12 days a month, computed
   in doubles as Debezium does, saturated to int64 as Java's ``(long)`` cast) or, with ``interval.handling.mode=string``,
   ``io.debezium.time.Interval`` (``P<y>Y<m>M<d>DT<h>H<m>M<s>S``).
 * one-dimensional arrays of the types above (Debezium's list: not ``money``, ``name``,
-  ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum and
-  ``tsvector`` items are required). A multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
+  ``interval``, ``varbit``, ``xml``, ``point``) -> Connect arrays with optional items (enum,
+  ``tsvector``, ``int2vector`` and ``oidvector`` items are required). Geometric arrays carry their
+  elements (Debezium 3.7 writes null for every non-empty one: the README's allow-list). A
+  multi-dimensional value (``'{{1,2},{3,4}}'`` in an ``int[]``/``int[][]``
   column: PostgreSQL does not enforce the declared dimensions) is inexpressible: the schema says
   "array of int32", and a nested list would break every consumer that validates against it
-  (Kafka's JsonConverter); flattening it would lose its shape silently. So, as Debezium, it
-  becomes null (see below). An element the mode cannot express (``numeric[]`` with ``NaN``)
-  becomes a null element.
+  (Kafka's JsonConverter); flattening it would lose its shape silently. So it becomes null (see
+  below; Debezium writes Java object ids or nulls, the README's allow-list). So does an array with a
+  NULL element where items are required, as Debezium. An element the mode cannot express
+  (``numeric[]`` with ``NaN``) becomes a null element (Debezium nulls the whole array: allow-list).
+* ``bit[]``/``bit(n)[]`` as Debezium 3.7: declared with the element's schema (boolean, ``Bits``),
+  null for every value.
 * anything else follows ``include.unknown.datatypes``: left out of events (Debezium's default),
-  or, when enabled, the text's UTF-8 bytes rendered per the binary handling mode.
+  or, when enabled, the text's UTF-8 bytes rendered per the binary handling mode; an array of such
+  an element (``aclitem[]``, ``xid[]``, composites, domains...) then becomes an array of required
+  items, each element's bytes, except the arrays Debezium never emits (``money[]``, ``name[]``,
+  ``interval[]``, ``varbit[]``, ``xml[]``, ``point[]``, ``refcursor[]``).
 
 Inexpressible values
 --------------------
@@ -82,7 +95,7 @@ default, else the type's zero (``0``, the epoch, an empty array), as Debezium's
 its schema. Each one is counted in :data:`UNREPRESENTABLE` (``(table, column, kind)``, exported
 as ``signaller_values_unrepresentable_total``) with a warning naming table, column and kind,
 rate-limited per ``(table, column, kind)``. Kinds: ``nan``, ``infinity``,
-``multidimensional_array``, ``out_of_range``. Text PostgreSQL does not produce with its default
+``multidimensional_array``, ``null_element``, ``out_of_range``. Text PostgreSQL does not produce with its default
 output settings (``DateStyle`` other than ISO, ``bytea_output=escape``...) is still a
 :class:`DecodeError`: it is a configuration problem that concerns every row, not one value.
 
@@ -104,9 +117,16 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from signaller.errors import ConfigError
 from signaller.model.tables import Column
-from signaller.sources.postgres.arrays import ARRAY_ELEMENTS, array_codec, int_vector_builder
+from signaller.sources.postgres.arrays import (
+    ARRAY_ELEMENTS,
+    UNMAPPED_ARRAY_ELEMENTS,
+    array_codec,
+    bit_array_codec,
+    int_vector_builder,
+)
 from signaller.sources.postgres.conversion import tolerant
 from signaller.sources.postgres.geometric import GEOMETRIC_BUILDERS
+from signaller.sources.postgres.hstore import build_hstore
 from signaller.sources.postgres.scalars import (
     binary_placeholder,
     bool_converter,
@@ -138,6 +158,7 @@ __all__ = [
     "BinaryHandling",
     "Builder",
     "DecimalHandling",
+    "HStoreHandling",
     "IntervalHandling",
     "TimePrecision",
     "TypeModes",
@@ -150,6 +171,7 @@ DecimalHandling: TypeAlias = Literal["precise", "double", "string"]
 TimePrecision: TypeAlias = Literal["adaptive", "adaptive_time_microseconds", "connect"]
 BinaryHandling: TypeAlias = Literal["bytes", "base64", "base64-url-safe", "hex"]
 IntervalHandling: TypeAlias = Literal["numeric", "string"]
+HStoreHandling: TypeAlias = Literal["json", "map"]
 Builder: TypeAlias = Callable[[Column, "TypeModes", str], tuple[dict[str, Any], Converter]]
 """A type's builder: ``(column, modes, label)`` -> (schema node, converter)."""
 
@@ -160,7 +182,8 @@ class TypeModes:
 
     ``decimal_handling`` = ``decimal.handling.mode``, ``time_precision`` = ``time.precision.mode``,
     ``binary_handling`` = ``binary.handling.mode``, ``interval_handling`` =
-    ``interval.handling.mode``, ``include_unknown_datatypes`` = ``include.unknown.datatypes``,
+    ``interval.handling.mode``, ``hstore_handling`` = ``hstore.handling.mode``,
+    ``include_unknown_datatypes`` = ``include.unknown.datatypes``,
     ``money_fraction_digits`` = ``money.fraction.digits``; defaults are Debezium's. An
     unsupported value raises :class:`~signaller.errors.ConfigError`.
     """
@@ -169,6 +192,7 @@ class TypeModes:
     time_precision: TimePrecision = "adaptive"
     binary_handling: BinaryHandling = "bytes"
     interval_handling: IntervalHandling = "numeric"
+    hstore_handling: HStoreHandling = "json"
     include_unknown_datatypes: bool = False
     money_fraction_digits: int = 2
 
@@ -178,6 +202,7 @@ class TypeModes:
             ("time.precision.mode", self.time_precision, TimePrecision),
             ("binary.handling.mode", self.binary_handling, BinaryHandling),
             ("interval.handling.mode", self.interval_handling, IntervalHandling),
+            ("hstore.handling.mode", self.hstore_handling, HStoreHandling),
         )
         for key, value, alias in checks:
             allowed = get_args(alias)
@@ -241,6 +266,7 @@ _BUILDERS: Final[Mapping[str, Builder]] = {
     "jsonb": string_builder("io.debezium.data.Json"),
     "xml": string_builder("io.debezium.data.Xml"),
     "tsvector": string_builder("io.debezium.data.Tsvector"),
+    "hstore": build_hstore,
     **GEOMETRIC_BUILDERS,
     "int2vector": int_vector_builder("int16"),
     "oidvector": int_vector_builder("int64"),
@@ -275,7 +301,11 @@ def _array_codec(column: Column, element: str, modes: TypeModes, label: str, tab
     """An array column: enum arrays and the arrays Debezium has a schema for; others omitted."""
     if column.enum_values is not None:
         return array_codec(column, element, build_enum, modes, label, table)
+    if element == "bit":
+        return bit_array_codec(column, build_bits, modes, label)
     builder = _ELEMENT_BUILDERS.get(element)
+    if builder is None and modes.include_unknown_datatypes and element not in UNMAPPED_ARRAY_ELEMENTS:
+        return array_codec(column, element, build_unknown_binary, modes, label, table)
     if builder is None or element not in ARRAY_ELEMENTS:
         return _omitted(column, modes, label)
     return array_codec(column, element, builder, modes, label, table)

@@ -31,7 +31,7 @@ __all__ = ["UNREPRESENTABLE", "Unrepresentable", "UnrepresentableValues", "bad",
 
 class Unrepresentable(DecodeError):
     """A valid PostgreSQL value the configured mode cannot express (``kind``: ``nan``,
-    ``infinity``, ``multidimensional_array``, ``out_of_range``). Raised by the strict converters
+    ``infinity``, ``multidimensional_array``, ``null_element``, ``out_of_range``). Raised by the strict converters
     only; a codec's ``convert`` turns it into the column's fallback (see :func:`codec_for`)."""
 
     def __init__(self, kind: str, reason: str) -> None:

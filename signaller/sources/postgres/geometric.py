@@ -1,5 +1,5 @@
 """PostgreSQL geometric text -> Debezium's geometry structs (``point``, ``line``, ``lseg``, ``box``,
-``path``, ``polygon``, ``circle``).
+``path``, ``polygon``, ``circle``, and PostGIS ``geometry``/``geography``).
 
 Each ``build_*`` takes ``(column, modes, label)`` and returns the column's Connect schema node and
 its converter, for the registry in :mod:`signaller.sources.postgres.codecs` (which documents the
@@ -9,20 +9,22 @@ mapping). Converters read PostgreSQL's output text (``(x,y)``, ``{A,B,C}``, ``[(
 for anything else. The WKB layouts are Debezium 3.7's, measured: a ``box`` is the polygon
 ``(x1,y1) (x1,y2) (x2,y2) (x2,y1) (x1,y1)`` of PostgreSQL's corners ``(x1,y1),(x2,y2)``; a
 ``polygon``'s ring is closed by repeating its first point unless the last one equals it; ``lseg``
-and ``path`` are line strings.
+and ``path`` are line strings. PostGIS values (hex EWKB text) keep their EWKB bytes as ``wkb``, the
+SRID read from them (null without one), as Debezium's ``PostgisGeometry`` does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from signaller.model.tables import Column
 from signaller.sources.postgres.conversion import bad
 from signaller.wire.columns import Converter
-from signaller.wire.connect import CIRCLE, GEOMETRY, LINE, POINT
+from signaller.wire.connect import CIRCLE, GEOGRAPHY, GEOMETRY, LINE, POINT
 from signaller.wire.geometry import (
     circle_payload,
+    geography_payload,
     geometry_payload,
     line_payload,
     linestring_wkb,
@@ -97,6 +99,28 @@ def _polygon(text: str) -> dict[str, Any]:
     return geometry_payload(polygon_wkb(ring), None, {"type": "polygon"})
 
 
+_EWKB_SRID_FLAG: Final = 0x20000000
+
+
+def _geometry(text: str) -> dict[str, Any]:
+    return geometry_payload(*_ewkb(text), None)
+
+
+def _geography(text: str) -> dict[str, Any]:
+    return geography_payload(*_ewkb(text))
+
+
+def _ewkb(text: str) -> tuple[bytes, int | None]:
+    """Hex EWKB -> (the EWKB bytes, its SRID or None), as Debezium's ``PostgisGeometry`` reads it."""
+    ewkb = bytes.fromhex(text)
+    if len(ewkb) < 9:
+        raise ValueError("EWKB too short")
+    order: Literal["little", "big"] = "little" if ewkb[0] else "big"
+    geometry_type = int.from_bytes(ewkb[1:5], order)
+    srid = int.from_bytes(ewkb[5:9], order, signed=True) if geometry_type & _EWKB_SRID_FLAG else None
+    return ewkb, srid
+
+
 def _circle(text: str) -> dict[str, Any]:
     x, y, radius = _numbers(text)
     return circle_payload(x, y, radius)
@@ -110,5 +134,7 @@ GEOMETRIC_BUILDERS: Final[dict[str, Builder]] = {
     "path": _builder(GEOMETRY, "path '[(x,y),...]'", _path),
     "polygon": _builder(GEOMETRY, "polygon '((x,y),...)'", _polygon),
     "circle": _builder(CIRCLE, "circle '<(x,y),r>'", _circle),
+    "geometry": _builder(GEOMETRY, "PostGIS geometry (hex EWKB)", _geometry),
+    "geography": _builder(GEOGRAPHY, "PostGIS geography (hex EWKB)", _geography),
 }
-"""Builders of PostgreSQL's geometric types, by ``pg_type.typname``."""
+"""Builders of PostgreSQL's geometric types and PostGIS's, by ``pg_type.typname``."""

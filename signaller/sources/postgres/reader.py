@@ -136,12 +136,13 @@ Item = Change | TxBegin | TxCommit | LogicalMessage
 
 
 def modes_of(types: TypeSection) -> TypeModes:
-    """The type-conversion modes (decimal, time, binary, interval handling) the ``types`` section selects."""
+    """The type-conversion modes (decimal, time, binary, interval, hstore handling) the ``types`` section selects."""
     return TypeModes(
         decimal_handling=types.decimal_handling_mode.value,
         time_precision=types.time_precision_mode.value,
         binary_handling=types.binary_handling_mode.value,
         interval_handling=types.interval_handling_mode.value,
+        hstore_handling=types.hstore_handling_mode.value,
         include_unknown_datatypes=types.include_unknown_datatypes,
         money_fraction_digits=types.money_fraction_digits,
     )

@@ -24,7 +24,7 @@ from signaller.wire.connect import VARIABLE_SCALE_DECIMAL, decimal_node, schema_
 from signaller.wire.numbers import (
     JavaFloat,
     b64,
-    decimal_text,
+    decimal_plain_text,
     double_payload,
     rescale,
     strip_trailing_zeros,
@@ -128,7 +128,7 @@ def _numeric_string(label: str, scale: int | None) -> Converter:
                 unscaled, actual = rescale(unscaled, actual, scale), scale
         except ValueError as exc:
             raise bad(label, text, str(exc)) from None
-        return decimal_text(unscaled, actual)
+        return decimal_plain_text(unscaled, actual)
 
     return convert
 
