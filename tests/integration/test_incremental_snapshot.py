@@ -98,7 +98,9 @@ def finish_and_compare(capture: CaptureEnv, car: Sidecar, api: Api, tables: Snap
 def test_snapshots_under_concurrent_writes_with_pause_resize_stop_filter_and_kills(capture: CaptureEnv) -> None:
     seed = random.randrange(2**32)
     print(f"writer seed {seed}")
-    tables = SnapshotTables(capture, {"int": 3000, "comp": 2500, "text": 2500})
+    # The first table must still be running when the pause arrives (a few round trips after IN_PROGRESS):
+    # large enough that a fast snapshot cannot finish it in that time.
+    tables = SnapshotTables(capture, {"int": 12000, "comp": 2500, "text": 2500})
     signal_table = create_signal_table(capture)
     car = capture.sidecar(snapshot_config(capture, tables.names.values(), signal_table=signal_table, chunk_size=40))
     api = start(car)
