@@ -75,60 +75,60 @@ def with_optional(schema: dict[str, Any], optional: bool) -> dict[str, Any]:
     return copy
 
 
-VARIABLE_SCALE_DECIMAL: Final[dict[str, Any]] = {
-    "type": "struct",
-    "fields": [
-        {"type": "int32", "optional": False, "field": "scale"},
-        {"type": "bytes", "optional": False, "field": "value"},
-    ],
-    "optional": True,
-    "name": "io.debezium.data.VariableScaleDecimal",
-    "version": 1,
-    "doc": "Variable scaled decimal",
-}
+def field(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A struct member: the field's schema node plus ``"field"`` (JsonConverter appends it)."""
+    member = dict(schema)
+    member["field"] = name
+    return member
+
+
+def primitive(type_: str, *, optional: bool) -> dict[str, Any]:
+    """A plain (unnamed) primitive node."""
+    return {"type": type_, "optional": optional}
+
+
+def struct(
+    name: str, fields: list[dict[str, Any]], *, optional: bool, version: int | None = None, doc: str | None = None,
+) -> dict[str, Any]:
+    """A named struct node with ``fields`` (each built with :func:`field`), keys in JsonConverter's order."""
+    result: dict[str, Any] = {"type": "struct", "fields": fields, "optional": optional, "name": name}
+    if version is not None:
+        result["version"] = version
+    if doc is not None:
+        result["doc"] = doc
+    return result
+
+
+VARIABLE_SCALE_DECIMAL: Final[dict[str, Any]] = struct(
+    "io.debezium.data.VariableScaleDecimal",
+    [field("scale", primitive("int32", optional=False)), field("value", primitive("bytes", optional=False))],
+    optional=True, version=1, doc="Variable scaled decimal",
+)
 """``io.debezium.data.VariableScaleDecimal``: ``{scale, value}`` for a numeric without precision."""
 
 
-POINT: Final[dict[str, Any]] = {
-    "type": "struct",
-    "fields": [
-        {"type": "double", "optional": False, "field": "x"},
-        {"type": "double", "optional": False, "field": "y"},
-        {"type": "bytes", "optional": True, "field": "wkb"},
-        {"type": "int32", "optional": True, "field": "srid"},
-    ],
-    "optional": True,
-    "name": "io.debezium.data.geometry.Point",
-    "version": 1,
-    "doc": "Geometry (POINT)",
-}
+POINT: Final[dict[str, Any]] = struct(
+    "io.debezium.data.geometry.Point",
+    [field("x", primitive("double", optional=False)), field("y", primitive("double", optional=False)),
+     field("wkb", primitive("bytes", optional=True)), field("srid", primitive("int32", optional=True))],
+    optional=True, version=1, doc="Geometry (POINT)",
+)
 """``io.debezium.data.geometry.Point``: ``{x, y, wkb, srid}`` (wkb bytes whatever ``binary.handling.mode`` says)."""
 
 
-LINE: Final[dict[str, Any]] = {
-    "type": "struct",
-    "fields": [
-        {"type": "double", "optional": False, "field": "a"},
-        {"type": "double", "optional": False, "field": "b"},
-        {"type": "double", "optional": False, "field": "c"},
-    ],
-    "optional": True,
-    "name": "io.debezium.data.geometry.Line",
-    "version": 1,
-    "doc": "Geometry (LINE)",
-}
+LINE: Final[dict[str, Any]] = struct(
+    "io.debezium.data.geometry.Line", [field(name, primitive("double", optional=False)) for name in "abc"],
+    optional=True, version=1, doc="Geometry (LINE)",
+)
 """``io.debezium.data.geometry.Line``: ``{a, b, c}`` of the line ``ax + by + c = 0``."""
 
 
 def _wkb_struct(name: str, version: int, doc: str, *, extensions: bool) -> dict[str, Any]:
-    fields: list[dict[str, Any]] = [
-        {"type": "bytes", "optional": False, "field": "wkb"},
-        {"type": "int32", "optional": True, "field": "srid"},
-    ]
+    fields = [field("wkb", primitive("bytes", optional=False)), field("srid", primitive("int32", optional=True))]
     if extensions:
-        fields.append({"type": "map", "keys": {"type": "string", "optional": False},
-                       "values": {"type": "string", "optional": False}, "optional": True, "field": "extensions"})
-    return {"type": "struct", "fields": fields, "optional": True, "name": name, "version": version, "doc": doc}
+        fields.append({"type": "map", "keys": primitive("string", optional=False),
+                       "values": primitive("string", optional=False), "optional": True, "field": "extensions"})
+    return struct(name, fields, optional=True, version=version, doc=doc)
 
 
 GEOMETRY: Final[dict[str, Any]] = _wkb_struct("io.debezium.data.geometry.Geometry", 2, "Geometry", extensions=True)
@@ -141,17 +141,11 @@ GEOGRAPHY: Final[dict[str, Any]] = _wkb_struct(
 """``io.debezium.data.geometry.Geography`` version 1: ``{wkb, srid}`` (PostGIS ``geography``; measured
 against Debezium 3.7, which has no ``extensions`` here)."""
 
-CIRCLE: Final[dict[str, Any]] = {
-    "type": "struct",
-    "fields": [
-        {**POINT, "optional": False, "field": "center"},
-        {"type": "double", "optional": False, "field": "radius"},
-    ],
-    "optional": True,
-    "name": "io.debezium.data.geometry.Circle",
-    "version": 1,
-    "doc": "Geometry (CIRCLE)",
-}
+CIRCLE: Final[dict[str, Any]] = struct(
+    "io.debezium.data.geometry.Circle",
+    [field("center", with_optional(POINT, False)), field("radius", primitive("double", optional=False))],
+    optional=True, version=1, doc="Geometry (CIRCLE)",
+)
 """``io.debezium.data.geometry.Circle``: ``{center: Point, radius}``."""
 
 
@@ -166,28 +160,6 @@ def decimal_node(scale: int, precision: int | None) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # Record schemas
 # --------------------------------------------------------------------------------------------
-
-
-def field(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A struct member: the field's schema node plus ``"field"`` (JsonConverter appends it)."""
-    member = dict(schema)
-    member["field"] = name
-    return member
-
-
-def primitive(type_: str, *, optional: bool) -> dict[str, Any]:
-    """A plain (unnamed) primitive node."""
-    return {"type": type_, "optional": optional}
-
-
-def struct(
-    name: str, fields: list[dict[str, Any]], *, optional: bool, version: int | None = None
-) -> dict[str, Any]:
-    """A named struct node with ``fields`` (each built with :func:`field`)."""
-    result: dict[str, Any] = {"type": "struct", "fields": fields, "optional": optional, "name": name}
-    if version is not None:
-        result["version"] = version
-    return result
 
 
 SNAPSHOT_ALLOWED_VALUES: Final = (
