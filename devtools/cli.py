@@ -71,6 +71,7 @@ def _print_status(stack: Stack) -> StackStatus:
     status = stack.status()
     marks = {True: "[green]up[/green]", False: "[red]down[/red]"}
     console.print(f"postgres   {marks[status.postgres_up]}  {status.details['postgres']}")
+    console.print(f"mariadb    {marks[status.mariadb_up]}  {status.details['mariadb']}")
     console.print(f"kafka      {marks[status.kafka_up]}  {status.details['kafka']}")
     console.print(f"registry   {marks[status.registry_up]}  {status.details['registry']}")
     console.print(f"spark jars {marks[status.spark_jars]}  {status.details['spark jars']}")

@@ -34,6 +34,10 @@ class StackSettings:
     http_port: int = 8089
     registry_port: int = 58081
     registry_db: str = "apicurio"
+    mariadb_port: int = 53306
+    mariadb_user: str = "root"
+    mariadb_password: str = "mariadb"
+    mariadb_db: str = "inventory"
 
     @property
     def bootstrap_servers(self) -> str:
@@ -85,5 +89,9 @@ ENV_NAMES: dict[str, str] = {
     "http_port": "SIGNALLER_STACK_HTTP_PORT",
     "registry_port": "SIGNALLER_STACK_REGISTRY_PORT",
     "registry_db": "SIGNALLER_STACK_REGISTRY_DB",
+    "mariadb_port": "SIGNALLER_STACK_MARIADB_PORT",
+    "mariadb_user": "SIGNALLER_STACK_MARIADB_USER",
+    "mariadb_password": "SIGNALLER_STACK_MARIADB_PASSWORD",
+    "mariadb_db": "SIGNALLER_STACK_MARIADB_DB",
 }
 """The environment variable of each setting; docker-compose.yml uses the same names."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from devtools import kafka, postgres, registry, spark
+from devtools import kafka, mariadb, postgres, registry, spark
 from devtools.processes import port_open
 from devtools.settings import StackSettings
 
@@ -17,16 +17,17 @@ class StackStatus:
     kafka_up: bool
     spark_jars: bool
     registry_up: bool = False
+    mariadb_up: bool = False
     details: dict[str, str] = field(default_factory=dict)
 
     @property
     def services_up(self) -> bool:
-        """True if every service (PostgreSQL, Kafka, the schema registry) accepts connections."""
-        return self.postgres_up and self.kafka_up and self.registry_up
+        """True if every service (PostgreSQL, MariaDB, Kafka, the schema registry) accepts connections."""
+        return self.postgres_up and self.kafka_up and self.registry_up and self.mariadb_up
 
 
 class Stack:
-    """The local PostgreSQL, Kafka broker, schema registry (Apicurio) and Spark jars for one
+    """The local PostgreSQL, MariaDB, Kafka broker, schema registry (Apicurio) and Spark jars for one
     ``StackSettings``.
 
     ``up()`` starts what is not running and reuses what is; it returns the names of the services
@@ -40,6 +41,7 @@ class Stack:
         self.settings = settings or StackSettings.from_env()
         self._kafka = kafka.paths_for(self.settings)
         self._registry = registry.paths_for(self.settings)
+        self._mariadb = mariadb.paths_for(self.settings)
         self._registry_pid: int | None = None
 
     def _pg_paths(self) -> postgres.PostgresPaths:
@@ -55,6 +57,8 @@ class Stack:
             started.append("registry")
         if kafka.start(self.settings, self._kafka):
             started.append("kafka")
+        if mariadb.start(self.settings, self._mariadb):
+            started.append("mariadb")
         if with_spark:
             spark.ensure_jars(self.settings)
         if wait_for_registry:
@@ -77,11 +81,13 @@ class Stack:
 
     def down(self, services: list[str] | None = None) -> list[str]:
         stopped: list[str] = []
-        wanted = services or ["registry", "kafka", "postgres"]
+        wanted = services or ["registry", "kafka", "mariadb", "postgres"]
         if "registry" in wanted and registry.stop(self._registry):
             stopped.append("registry")
         if "kafka" in wanted and kafka.stop(self._kafka):
             stopped.append("kafka")
+        if "mariadb" in wanted and mariadb.stop(self._mariadb):
+            stopped.append("mariadb")
         if "postgres" in wanted and postgres.find_bin_dir() and postgres.stop(self._pg_paths()):
             stopped.append("postgres")
         return stopped
@@ -95,8 +101,10 @@ class Stack:
             kafka_up=port_open(self.settings.kafka_port),
             spark_jars=any(jars.glob(".resolved-*")),
             registry_up=registry_up,
+            mariadb_up=port_open(self.settings.mariadb_port),
             details={
                 "postgres": f"127.0.0.1:{self.settings.pg_port} db={self.settings.pg_db}",
+                "mariadb": f"127.0.0.1:{self.settings.mariadb_port} db={self.settings.mariadb_db}",
                 "kafka": self.settings.bootstrap_servers,
                 "registry": f"{self.settings.registry_url} compatibility={level or '?'}",
                 "spark jars": str(jars),

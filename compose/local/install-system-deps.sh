@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the machine packages the local stack needs, when they are missing: Python 3.11 with
 # venv, Java 17 (Kafka broker, Spark), Maven (resolves jars from Maven Central), PostgreSQL
-# 15+ (Debian's package, with contrib: hstore) and PostGIS 3 for each installed PostgreSQL major
+# 15+ (Debian's package, with contrib: hstore), MariaDB 10.11 (the binlog source) and PostGIS 3 for each installed PostgreSQL major
 # (the compatibility suite's geometry/geography columns). Safe to run again: it does nothing when
 # everything is there.
 set -euo pipefail
@@ -11,6 +11,8 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql postgresql-contrib)
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+[ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || missing+=(python3.11 python3.11-venv)
 

@@ -86,3 +86,23 @@ def test_the_dev_entry_point_reports_the_running_stack(stack: StackSettings, sch
     assert any(line.startswith("kafka") and " up " in line and stack.bootstrap_servers in line for line in lines)
     assert any(line.startswith("registry") and " up " in line and f"{schema_registry} compatibility=BACKWARD" in line
                for line in lines)
+
+
+def test_mariadb_writes_a_row_based_binlog_with_gtids(stack: StackSettings, unique_name: str) -> None:
+    """The stack's MariaDB is reachable over TCP with the stack's password and logs full row images
+    under GTIDs: what binlog capture needs."""
+    table = f"t_{unique_name}"
+    base = ["mariadb", "-h", "127.0.0.1", "-P", str(stack.mariadb_port), f"-u{stack.mariadb_user}",
+            f"-p{stack.mariadb_password}", "--batch", "--skip-column-names", stack.mariadb_db, "-e"]
+
+    def sql(statement: str) -> str:
+        return subprocess.run([*base, statement], capture_output=True, text=True, check=True).stdout.strip()
+
+    settings = sql("SELECT @@log_bin, @@binlog_format, @@binlog_row_image, @@gtid_strict_mode")
+    assert settings.split("\t") == ["1", "ROW", "FULL", "1"]
+    before = sql("SELECT @@gtid_binlog_pos")
+    sql(f"CREATE TABLE {table} (id INT PRIMARY KEY, note TEXT); INSERT INTO {table} VALUES (1, 'hello')")
+    after = sql("SELECT @@gtid_binlog_pos")
+    assert after != before and after.startswith("0-1-")
+    events = sql(f"SHOW BINLOG EVENTS IN '{sql('SHOW MASTER STATUS').split()[0]}'")
+    assert "Write_rows" in events

@@ -81,3 +81,18 @@ def test_registry_service_matches_the_local_registry() -> None:
     init = (COMPOSE.parent / "postgres-init" / "10-registry-database.sql").read_text()
     assert f"CREATE DATABASE {defaults.registry_db};" in init
     assert "./postgres-init:/docker-entrypoint-initdb.d:ro" in services["postgres"]["volumes"]
+
+
+def test_mariadb_service_matches_the_local_server() -> None:
+    from devtools.mariadb import SERVER_SETTINGS
+
+    service = load()["services"]["mariadb"]
+    defaults = StackSettings()
+    assert f"{defaults.mariadb_port}:{defaults.mariadb_port}" in service["ports"]
+    env = service["environment"]
+    assert (env["MARIADB_ROOT_PASSWORD"], env["MARIADB_DATABASE"]) == (defaults.mariadb_password, defaults.mariadb_db)
+    flags = {arg.split("=", 1)[0].lstrip("-").replace("-", "_"): arg.split("=", 1)[1] for arg in service["command"]}
+    assert flags["port"] == str(defaults.mariadb_port)
+    for name in ("binlog_format", "binlog_row_image", "server_id", "log_bin", "gtid_strict_mode"):
+        local = SERVER_SETTINGS[name.replace("_", "-")] if name in ("server_id", "log_bin") else SERVER_SETTINGS[name]
+        assert flags[name] == local, f"{name}: compose {flags[name]!r}, local {local!r}"
