@@ -152,7 +152,9 @@ class DebeziumConnect:
     and its task are ``RUNNING`` (Debezium creates its replication slot before the task reports
     running, so a change committed after :meth:`start` returns is captured). :meth:`stop` sends SIGTERM
     (Connect flushes offsets on a clean shutdown), then SIGKILL after the timeout. A second
-    :meth:`start` with the same work directory resumes from the stored offsets.
+    :meth:`start` with the same work directory resumes from the stored offsets. With ``avro_registry_url``
+    (Apicurio's v3 API, ``StackSettings.registry_api_url``) keys and values are Avro through Apicurio's
+    converter (:func:`avro_converter_properties`) instead of JSON.
     """
 
     def __init__(self, settings: StackSettings, connector: Mapping[str, str], work_dir: Path,
