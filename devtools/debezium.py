@@ -5,6 +5,14 @@ Jars: ``compose/local/debezium/pom.xml`` (Kafka's connect-runtime at the broker'
 converter, ``io.debezium:debezium-connector-postgres``) resolved from Maven Central by Maven and copied
 into ``<stack home>/debezium/libs`` once per pom version. Nothing from Debezium is in the repository.
 
+With ``avro_registry_url`` the worker writes Avro through Apicurio Registry's converter
+(:data:`APICURIO_CONVERTER`, version :data:`APICURIO_VERSION`, the registry's) in the Confluent wire format
+(magic byte 0, the 4-byte content id, which is the id the registry's Confluent-compatible API gives; no
+Kafka headers), registering under ``<topic>-key``/``<topic>-value`` (``TopicIdStrategy``). Its jars: the
+third-party ones from ``compose/local/debezium-avro/pom.xml`` into ``<stack home>/debezium-avro/libs``,
+Apicurio's own (:data:`APICURIO_JARS`) copied one by one (their parent pom is not on Maven Central as
+reachable here, so Maven cannot resolve them as dependencies; the pom explains).
+
 Used by the compatibility suite (``tests/compat/``) and the benchmarks (``bench/``). One
 :class:`DebeziumConnect` is one worker process running one connector; its offsets live in a file in
 its own work directory, so a new work directory is a new connector with no history (its replication
@@ -30,6 +38,14 @@ from devtools.settings import REPO_ROOT, StackSettings
 from signaller.errors import TerminalError
 
 POM = REPO_ROOT / "compose" / "local" / "debezium" / "pom.xml"
+AVRO_POM = REPO_ROOT / "compose" / "local" / "debezium-avro" / "pom.xml"
+APICURIO_VERSION = "3.0.9"
+APICURIO_CONVERTER = "io.apicurio.registry.utils.converter.AvroConverter"
+APICURIO_JARS = tuple(f"io.apicurio:apicurio-registry-{module}:{APICURIO_VERSION}" for module in (
+    "utils-converter", "avro-serde-kafka", "serde-kafka-common", "serde-common-avro", "serde-common",
+    "schema-resolver", "common"))
+"""Apicurio's converter and what it needs of Apicurio's own modules (the Avro path only: the converter jar's
+JSON Schema and Protobuf converters stay unloadable, which Connect's plugin scan only logs)."""
 CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
@@ -47,6 +63,35 @@ def libs_dir(settings: StackSettings) -> Path:
 def prepare(settings: StackSettings) -> Path:
     """Resolve and copy the jars (a no-op when the pom has not changed); return the directory."""
     return maven.copy_dependencies(POM, libs_dir(settings))
+
+
+def prepare_avro(settings: StackSettings) -> list[Path]:
+    """Resolve and copy the Avro worker's jars (no-ops when nothing changed); return its classpath entries."""
+    base = settings.home / "debezium-avro"
+    libs = maven.copy_dependencies(AVRO_POM, base / "libs", parents=(POM,))
+    jars = [maven.copy_artifact(coordinates, base / "apicurio" / coordinates.split(":")[1])
+            for coordinates in APICURIO_JARS]
+    return [libs / "*", *jars]
+
+
+def avro_converter_properties(registry_api_url: str) -> dict[str, str]:
+    """Key and value converters writing Avro through Apicurio's converter, Confluent wire format, into the
+    registry at ``registry_api_url`` (its v3 API: ``StackSettings.registry_api_url``)."""
+    properties: dict[str, str] = {}
+    for side in ("key", "value"):
+        properties.update({
+            f"{side}.converter": APICURIO_CONVERTER,
+            f"{side}.converter.apicurio.registry.url": registry_api_url,
+            f"{side}.converter.apicurio.registry.auto-register": "true",
+            f"{side}.converter.apicurio.registry.headers.enabled": "false",
+            f"{side}.converter.apicurio.registry.id-handler": "io.apicurio.registry.serde.Default4ByteIdHandler",
+            f"{side}.converter.apicurio.registry.use-id": "contentId",
+            # One self-contained schema per subject, as Confluent's converter registers it. Without it,
+            # 3.0.9 registers each nested record as an artifact of its own and then fails on an envelope
+            # naming its Value record twice (before, after): "content_references_pkey" in the registry.
+            f"{side}.converter.apicurio.registry.dereference-schema": "true",
+        })
+    return properties
 
 
 def free_port() -> int:
@@ -107,16 +152,20 @@ class DebeziumConnect:
     and its task are ``RUNNING`` (Debezium creates its replication slot before the task reports
     running, so a change committed after :meth:`start` returns is captured). :meth:`stop` sends SIGTERM
     (Connect flushes offsets on a clean shutdown), then SIGKILL after the timeout. A second
-    :meth:`start` with the same work directory resumes from the stored offsets.
+    :meth:`start` with the same work directory resumes from the stored offsets. With ``avro_registry_url``
+    (Apicurio's v3 API, ``StackSettings.registry_api_url``) keys and values are Avro through Apicurio's
+    converter (:func:`avro_converter_properties`) instead of JSON.
     """
 
     def __init__(self, settings: StackSettings, connector: Mapping[str, str], work_dir: Path,
-                 name: str = "debezium", heap: str = "-Xmx1g", value_schemas: bool = True) -> None:
+                 name: str = "debezium", heap: str = "-Xmx1g", value_schemas: bool = True,
+                 avro_registry_url: str | None = None) -> None:
         self.settings = settings
         self.name = name
         self.work_dir = work_dir
         self.heap = heap
         self.value_schemas = value_schemas
+        self.avro_registry_url = avro_registry_url
         self.connector = {**connector_defaults(settings), **connector, "name": name}
         self.log_file = work_dir / "connect.log"
         self.rest_port = 0
@@ -126,18 +175,23 @@ class DebeziumConnect:
 
     def start(self, timeout_s: float = 180.0) -> None:
         """Write the worker and connector files, start the JVM and wait until the task runs."""
-        libs = prepare(self.settings)
+        if self.avro_registry_url is None:
+            classpath = [prepare(self.settings) / "*"]
+        else:
+            classpath = prepare_avro(self.settings)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.rest_port = free_port()
         worker = worker_properties(self.settings.bootstrap_servers, self.work_dir / "offsets.dat",
                                    self.rest_port, self.value_schemas)
+        if self.avro_registry_url is not None:
+            worker.update(avro_converter_properties(self.avro_registry_url))
         worker_file = self.work_dir / "worker.properties"
         connector_file = self.work_dir / "connector.properties"
         worker_file.write_text(render_properties(worker))
         connector_file.write_text(render_properties(self.connector))
         argv = ["java", self.heap, "-XX:+UseG1GC", "-Djava.awt.headless=true",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                "-cp", f"{libs}/*", MAIN_CLASS, str(worker_file), str(connector_file)]
+                "-cp", ":".join(str(entry) for entry in classpath), MAIN_CLASS, str(worker_file), str(connector_file)]
         self.pid = start_detached(argv, self.log_file, self.work_dir / "connect.pid")
         self._wait_running(timeout_s)
 

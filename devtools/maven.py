@@ -19,9 +19,10 @@ class MavenError(TransientError):
     """Maven could not resolve or copy the jars; the message shows its output."""
 
 
-def copy_dependencies(pom: Path, target: Path) -> Path:
-    """Ensure ``target`` holds the runtime dependencies of ``pom``; return ``target``."""
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+def copy_dependencies(pom: Path, target: Path, parents: tuple[Path, ...] = ()) -> Path:
+    """Ensure ``target`` holds the runtime dependencies of ``pom``; return ``target``. ``parents`` are the
+    poms ``pom`` inherits from: a change to them, too, copies again."""
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in (pom, *parents))).hexdigest()[:16]
     stamp = target / f".resolved-{digest}"
     if stamp.exists():
         return target

@@ -48,6 +48,11 @@ class StackSettings:
         """The schema registry's Confluent-compatible API: what a client's ``schema.registry.url`` names."""
         return f"http://127.0.0.1:{self.registry_port}/apis/ccompat/v7"
 
+    @property
+    def registry_api_url(self) -> str:
+        """The schema registry's own (Apicurio v3) API: what Apicurio's serdes and converters name."""
+        return f"http://127.0.0.1:{self.registry_port}/apis/registry/v3"
+
     def pg_dsn(self, dbname: str | None = None) -> str:
         """A libpq connection string for the stack's database (or ``dbname``)."""
         db = dbname or self.pg_db

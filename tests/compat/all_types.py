@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from devtools.debezium import DebeziumConnect
-from tests.compat import scenario
+from tests.compat import avro_output, scenario
 from tests.integration.capture_helpers import CaptureEnv, closed_port, wait_until
 
 EXCLUDED: Mapping[str, str] = {
@@ -320,33 +320,40 @@ def connector_properties(names: scenario.Names, table: WideTable, modes: Mapping
     }
 
 
-def run(capture: CaptureEnv, workdir: Path, modes: Mapping[str, str], timeout_s: float = 240.0
-        ) -> tuple[WideTable, list[scenario.Names], list[dict[str, Any]]]:
+def run(capture: CaptureEnv, workdir: Path, modes: Mapping[str, str], timeout_s: float = 240.0,
+        avro: bool = False) -> tuple[WideTable, list[scenario.Names], list[dict[str, Any]]]:
     """Run the script against Debezium and the sidecar; return the table, both sides' names and
-    their data topics (``topic -> [{"key", "value"}]``), Debezium's first."""
+    their data topics (``topic -> [{"key", "value"}]``), Debezium's first. With ``avro`` both write Avro
+    (Debezium through Apicurio's converter, as in ``scenario``) and the records are decoded, each schema id
+    replaced by its subject's version (``avro_output.dump``)."""
     table = build(capture, catalog_types(capture))
     sides: list[scenario.Side] = []
     for tag in ("dbz", "sig"):
-        slot, publication, prefix = capture.variant(tag)
+        slot, publication, prefix = capture.variant(tag + ("a" if avro else ""))
         names = scenario.Names(prefix, slot, publication, f"cmp_all_{tag}_signal_{capture.suffix}")
         scenario.create_signal_table(capture, names.signal_table)
         properties = connector_properties(names, table, modes)
         if tag == "dbz":
-            connect = DebeziumConnect(capture.stack, properties, workdir / "debezium", name=f"all-{capture.suffix}")
-            sides.append(scenario.Side("debezium", names, connect.start, connect.stop, connect.log_text))
+            connect = DebeziumConnect(capture.stack, properties, workdir / "debezium", name=f"all-{capture.suffix}",
+                                      avro_registry_url=capture.stack.registry_api_url if avro else None)
+            sides.append(scenario.Side("debezium", names, connect.start, connect.stop, connect.log_text, avro))
         else:
             config = capture.connector_config(slot=slot, publication=publication, prefix=prefix,
                                               tables=[table.name, table.streamed_name])
             config["config"].update(properties)
             config["config"]["signaller.http.port"] = str(closed_port())
+            if avro:
+                for part in ("key", "value"):
+                    config["config"][f"{part}.converter"] = scenario.SIDECAR_AVRO
+                    config["config"][f"{part}.converter.schema.registry.url"] = capture.stack.registry_url
             car = capture.sidecar(config, label="sidecar")
             sides.append(scenario.Side("signaller", names, lambda car=car: capture.start_streaming(car, 60),
-                                       car.stop, car.log_text))
+                                       car.stop, car.log_text, avro))
     for side in sides:
         side.start()
     try:
         run_dml(capture, table)
-        readers = [capture.reader(side.names.notification_topic) for side in sides]
+        readers = [scenario.side_reader(capture, side, side.names.notification_topic) for side in sides]
         data = json.dumps({"data-collections": [f"public.{table.name}"], "type": "incremental"})
         for side in sides:
             capture.sql(f"INSERT INTO {side.names.signal_table} VALUES ('all-1', 'execute-snapshot', %s)", (data,))
@@ -359,14 +366,18 @@ def run(capture: CaptureEnv, workdir: Path, modes: Mapping[str, str], timeout_s:
             capture.sql(f"INSERT INTO {name} (id) VALUES (1000)")
         outputs = []
         for side in sides:
-            output = {}
+            records = {}
             for name, _columns in table.tables:
                 topic = f"{side.names.prefix}.public.{name}"
-                reader = capture.reader(topic)
+                reader = scenario.side_reader(capture, side, topic)
                 reader.wait_for(lambda records: any(scenario._is_end_marker(r) for r in records), timeout_s,
                                 f"{side.label}: the end marker", describe=lambda side=side: side.log()[-4000:])
-                output[topic] = [{"key": r.key, "value": r.value} for r in reader.records]
-            outputs.append(output)
+                records[topic] = list(reader.records)
+            if avro:
+                registered = avro_output.subjects(capture.stack.registry_url, side.names.prefix)
+                outputs.append(avro_output.dump(records, registered))
+            else:
+                outputs.append({topic: [{"key": r.key, "value": r.value} for r in rs] for topic, rs in records.items()})
     finally:
         for side in sides:
             side.stop()

@@ -5,6 +5,10 @@ Both get the same connector configuration except for the names that must differ 
 publication, signalling table, notification topic). Everything either of them writes to Kafka is read
 back into :class:`SideOutput` for :mod:`tests.compat.compare`.
 
+With ``avro=True`` a second pair runs beside the first, on the same script: Debezium with Apicurio Registry's
+``AvroConverter`` (Confluent wire format, the stack's registry) and the sidecar with the Avro converter against
+the same registry; their records are read back decoded (``tests.compat.avro_output``).
+
 Determinism: all DML runs while both are streaming and before the first signal; the snapshots run on an
 idle database, one signal at a time, each awaited (``COMPLETED`` notification) on both sides, so each
 side's output is a function of the script alone (timings and snapshot-time log positions aside).
@@ -17,6 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from devtools.debezium import DebeziumConnect
+from tests.compat.avro_output import AvroDecoder
 from tests.integration.capture_helpers import CaptureEnv, Record, TopicReader, closed_port, wait_until
 from tests.integration.test_capture_types import COLUMNS
 
@@ -200,41 +206,65 @@ def signals(tables: Tables) -> list[tuple[str, str]]:
     ]
 
 
+SIDECAR_AVRO = "io.confluent.connect.avro.AvroConverter"
+"""The sidecar's Avro converter in the Avro pair (what it emulates: Confluent's AvroConverter, its subjects and
+wire format; Debezium's side runs Apicurio's converter, the one on Maven Central)."""
+
+
 class Side:
-    """One of the two implementations under comparison."""
+    """One of the implementations under comparison; ``avro``: it writes Avro (``side_reader`` decodes it)."""
 
     def __init__(self, label: str, names: Names, start: Callable[[], None], stop: Callable[[], None],
-                 log: Callable[[], str]) -> None:
+                 log: Callable[[], str], avro: bool = False) -> None:
         self.label = label
         self.names = names
         self.start = start
         self.stop = stop
         self.log = log
+        self.avro = avro
 
 
-def debezium_side(capture: CaptureEnv, tables: Tables, workdir: Path) -> Side:
-    slot, publication, prefix = capture.variant("dbz")
-    names = Names(prefix=prefix, slot=slot, publication=publication, signal_table=f"cmp_dbz_signal_{capture.suffix}")
+def debezium_side(capture: CaptureEnv, tables: Tables, workdir: Path, avro: bool = False) -> Side:
+    tag = "dbza" if avro else "dbz"
+    slot, publication, prefix = capture.variant(tag)
+    names = Names(prefix=prefix, slot=slot, publication=publication,
+                  signal_table=f"cmp_{tag}_signal_{capture.suffix}")
     create_signal_table(capture, names.signal_table)
-    connect = DebeziumConnect(capture.stack, connector_properties(capture, tables, names), workdir / "debezium",
-                              name=f"compat-{capture.suffix}")
-    return Side("debezium", names, connect.start, connect.stop, connect.log_text)
+    connect = DebeziumConnect(capture.stack, connector_properties(capture, tables, names), workdir / tag,
+                              name=f"compat-{tag}-{capture.suffix}",
+                              avro_registry_url=capture.stack.registry_api_url if avro else None)
+    return Side(f"debezium{' avro' if avro else ''}", names, connect.start, connect.stop, connect.log_text, avro)
 
 
-def sidecar_side(capture: CaptureEnv, tables: Tables) -> Side:
-    slot, publication, prefix = capture.variant("sig")
-    names = Names(prefix=prefix, slot=slot, publication=publication, signal_table=f"cmp_sig_signal_{capture.suffix}")
+def sidecar_side(capture: CaptureEnv, tables: Tables, avro: bool = False) -> Side:
+    tag = "siga" if avro else "sig"
+    slot, publication, prefix = capture.variant(tag)
+    names = Names(prefix=prefix, slot=slot, publication=publication,
+                  signal_table=f"cmp_{tag}_signal_{capture.suffix}")
     create_signal_table(capture, names.signal_table)
     config = capture.connector_config(slot=slot, publication=publication, prefix=prefix, tables=tables.captured)
-    # Only the sidecar's own deployment settings are added: where offsets go, its HTTP port.
+    # Only the sidecar's own deployment settings are added: where offsets go, its HTTP port (and, in the
+    # Avro pair, the converters a Connect worker would have).
     config["config"].update(connector_properties(capture, tables, names))
     config["config"]["signaller.http.port"] = str(closed_port())
-    car = capture.sidecar(config, label="sidecar")
+    if avro:
+        for part in ("key", "value"):
+            config["config"][f"{part}.converter"] = SIDECAR_AVRO
+            config["config"][f"{part}.converter.schema.registry.url"] = capture.stack.registry_url
+        config["config"]["offset.storage.file.filename"] = str(capture.workdir / f"offsets-{tag}.dat")
+    car = capture.sidecar(config, label=f"sidecar{' avro' if avro else ''}")
 
     def start() -> None:
         capture.start_streaming(car, timeout_s=60)
 
-    return Side("signaller", names, start, car.stop, car.log_text)
+    return Side(f"signaller{' avro' if avro else ''}", names, start, car.stop, car.log_text, avro)
+
+
+def side_reader(capture: CaptureEnv, side: Side, topic: str) -> TopicReader:
+    """A reader of one of ``side``'s topics: JSON, or Avro decoded with the stack's registry."""
+    if not side.avro:
+        return capture.reader(topic)
+    return TopicReader(capture.stack.bootstrap_servers, topic, AvroDecoder(capture.stack.registry_url))
 
 
 def _topics_with_prefix(capture: CaptureEnv, prefix: str) -> list[str]:
@@ -250,13 +280,29 @@ def _completed(reader: TopicReader, signal_id: str) -> bool:
 
 def run(capture: CaptureEnv, workdir: Path, timeout_s: float = 180.0) -> tuple[SideOutput, SideOutput]:
     """Run the script against both sides; return (debezium, signaller) outputs."""
+    debezium, signaller = run_sides(capture, workdir, avro=False, timeout_s=timeout_s)
+    return debezium, signaller
+
+
+def run_sides(capture: CaptureEnv, workdir: Path, avro: bool, timeout_s: float = 180.0) -> list[SideOutput]:
+    """Run the script against Debezium and the sidecar in JSON and, with ``avro``, the Avro pair beside them;
+    return the outputs in that order (Debezium JSON, signaller JSON[, Debezium Avro, signaller Avro])."""
     tables = create_tables(capture)
     sides = [debezium_side(capture, tables, workdir), sidecar_side(capture, tables)]
-    for side in sides:
+    if avro:
+        sides += [debezium_side(capture, tables, workdir, avro=True), sidecar_side(capture, tables, avro=True)]
+    started: list[Side] = []
+
+    def start(side: Side) -> None:
         side.start()
+        started.append(side)
+
     try:
+        with ThreadPoolExecutor(len(sides)) as pool:  # the JVMs start at the same time
+            for future in [pool.submit(start, side) for side in sides]:
+                future.result()
         run_dml(capture, tables)
-        notification_readers = [capture.reader(side.names.notification_topic) for side in sides]
+        notification_readers = [side_reader(capture, side, side.names.notification_topic) for side in sides]
         for signal_id, data in signals(tables):
             for side in sides:
                 capture.sql(f"INSERT INTO {side.names.signal_table} VALUES (%s, 'execute-snapshot', %s)",
@@ -278,9 +324,9 @@ def run(capture: CaptureEnv, workdir: Path, timeout_s: float = 180.0) -> tuple[S
         for side in sides:
             outputs.append(_collect(capture, side, tables, timeout_s))
     finally:
-        for side in sides:
+        for side in started:
             side.stop()
-    return outputs[0], outputs[1]
+    return outputs
 
 
 def _is_end_marker(record: Record) -> bool:
@@ -294,17 +340,17 @@ def _collect(capture: CaptureEnv, side: Side, tables: Tables, timeout_s: float) 
     output = SideOutput(side.names)
     data_topics = [f"{side.names.prefix}.public.{t}" for t in tables.captured]
     for topic in data_topics:
-        reader = capture.reader(topic)
-        reader.wait_for(lambda records: any(_is_end_marker(r) for r in records), timeout_s,
+        topic_reader = side_reader(capture, side, topic)
+        topic_reader.wait_for(lambda records: any(_is_end_marker(r) for r in records), timeout_s,
                         f"{side.label}: the end marker", describe=lambda: side.log()[-4000:])
-        output.topics[topic] = list(reader.records)
+        output.topics[topic] = list(topic_reader.records)
     time.sleep(2.0)  # let notifications/transaction records after the marker land
     for topic in _topics_with_prefix(capture, side.names.prefix):
         if topic in output.topics:
             continue
-        reader = capture.reader(topic)
-        reader.read_available(3.0)
-        output.topics[topic] = list(reader.records)
+        topic_reader = side_reader(capture, side, topic)
+        topic_reader.read_available(3.0)
+        output.topics[topic] = list(topic_reader.records)
     output.log = side.log()
     return output
 

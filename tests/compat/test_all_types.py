@@ -4,10 +4,11 @@
 ``pg_catalog`` has values or a reason. The side-by-side runs (the default modes, then one run per
 other value of each mode property: ``decimal.handling.mode``, ``time.precision.mode``,
 ``binary.handling.mode``, ``interval.handling.mode``, ``hstore.handling.mode`` and
-``include.unknown.datatypes``) run under ``make compat-full`` (``COMPAT_FULL=1``) only, to keep CI's
-budget (about 25 s each). Every difference must be covered by the allow-list (``compare.ALLOWED``, the
-README's "Differences from Debezium"); the columns Debezium cannot read in a snapshot are compared in
-streamed events only (``all_types.STREAM_ONLY``).
+``include.unknown.datatypes``), and the default modes in Avro (Debezium with Apicurio's AvroConverter
+beside the sidecar's Avro converter, records decoded, registered schemas compared), run under
+``make compat-full`` (``COMPAT_FULL=1``) only, to keep CI's budget (about 25 s each). Every difference
+must be covered by the allow-list (``compare.ALLOWED``, the README's "Differences from Debezium"); the
+columns Debezium cannot read in a snapshot are compared in streamed events only (``all_types.STREAM_ONLY``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from devtools import StackSettings
-from tests.compat import all_types
+from tests.compat import all_types, avro_output
 from tests.compat.compare import Renames, compare, report, unexplained
 from tests.integration.capture_helpers import capture_env
 
@@ -57,16 +58,22 @@ def _mode_id(modes: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize(
-    "modes",
-    [pytest.param(m, id=_mode_id(m), marks=pytest.mark.compat_full) for m in (DEFAULT_MODES, *MODE_MATRIX)],
+    ("modes", "avro"),
+    [pytest.param(m, False, id=_mode_id(m), marks=pytest.mark.compat_full) for m in (DEFAULT_MODES, *MODE_MATRIX)]
+    + [pytest.param(DEFAULT_MODES, True, id="avro", marks=pytest.mark.compat_full)],
 )
 def test_every_type_matches_debezium(stack: StackSettings, unique_name: str, tmp_path: Path,
-                                     modes: dict[str, str]) -> None:
+                                     modes: dict[str, str], avro: bool, request: pytest.FixtureRequest) -> None:
+    if avro:
+        request.getfixturevalue("schema_registry")  # the registry must be ready
     with capture_env(stack, unique_name, tmp_path) as env:
-        table, names, (debezium, signaller) = all_types.run(env, tmp_path, modes)
+        table, names, (debezium, signaller) = all_types.run(env, tmp_path, modes, avro=avro)
     (tmp_path / "outputs.json").write_text(json.dumps([debezium, signaller], indent=1))
-    differences = compare(debezium, signaller, Renames(names[0].prefix, names[0].signal_table),
-                          Renames(names[1].prefix, names[1].signal_table))
+    renames = [Renames(n.prefix, n.signal_table) for n in names]
+    differences = compare(debezium, signaller, *renames)
+    if avro:  # Debezium with Apicurio's AvroConverter, the sidecar's Avro converter: the schemas registered
+        differences += avro_output.compare_subjects(
+            *(avro_output.subjects(stack.registry_url, n.prefix) for n in names), *renames)
     left = unexplained(differences)
     assert not left, f"{report(left)}\n(both outputs: {tmp_path / 'outputs.json'})"
     records = next(iter(debezium.values()))

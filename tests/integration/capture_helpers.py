@@ -195,11 +195,13 @@ def _parse(data: bytes | None) -> Any:
 
 
 class TopicReader:
-    """Reads one topic from the beginning and keeps up with it; waits for the topic to exist."""
+    """Reads one topic from the beginning and keeps up with it; waits for the topic to exist. Keys and
+    values are parsed as JSON, or by ``decode`` (e.g. Avro in the Confluent wire format)."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, decode: Callable[[bytes | None], Any] = _parse) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
+        self._decode = decode
         self.records: list[Record] = []
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"it-{uuid.uuid4().hex}",
@@ -228,8 +230,8 @@ class TopicReader:
             for msg in batch:
                 if msg.error():
                     continue
-                new.append(Record(_parse(msg.key()), _parse(msg.value()), msg.partition(), msg.offset(),
-                                  msg.key()))
+                new.append(Record(self._decode(msg.key()), self._decode(msg.value()), msg.partition(),
+                                  msg.offset(), msg.key()))
             if not batch and time.monotonic() >= deadline:
                 break
         self.records.extend(new)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import copy
+import io
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastavro import parse_schema, schemaless_writer
 
+from tests.compat import avro_output
 from tests.compat.compare import ALLOWED, Difference, Renames, compare, diff_values, normalize, unexplained
+from tests.integration.capture_helpers import Record
 
 pytestmark = pytest.mark.unit
 
@@ -134,3 +139,44 @@ def test_all_types_entries_accept_exactly_debeziums_values() -> None:
     assert not java_object_ids(["a", "b"], None) and not java_object_ids([None], [None])
     assert not java_object_ids([], None)
     assert nulled_array(None, [1]) and not nulled_array(None, []) and not nulled_array([1], [1])
+
+
+AVRO_SCHEMA = {"type": "record", "name": "R", "fields": [
+    {"name": "id", "type": "int"}, {"name": "raw", "type": "bytes"}, {"name": "x", "type": "double"},
+    {"name": "d", "type": {"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 1}}]}
+
+
+def _avro_record(schema_id: int, payload: dict[str, Any]) -> bytes:
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(AVRO_SCHEMA), payload)
+    return b"\x00" + schema_id.to_bytes(4, "big") + body.getvalue()
+
+
+def test_avro_records_decode_to_the_json_converters_spelling_and_ids_become_subject_versions() -> None:
+    decoder = avro_output.AvroDecoder("http://registry.invalid")  # the schema is cached: no request
+    decoder._parsed[7] = parse_schema(avro_output._without_logical_types(AVRO_SCHEMA))
+    value = decoder(_avro_record(7, {"id": 1, "raw": b"\x00\xff", "x": float("nan"), "d": Decimal("1.5")}))
+    assert value == {"schema": 7, "payload": {"id": 1, "raw": "AP8=", "x": "NaN", "d": "Dw=="}}
+    assert decoder(None) is None
+    with pytest.raises(AssertionError, match="Confluent wire format"):
+        decoder(b"{}")
+
+    registered = {"p.t-value": [{"id": 3, "schema": {}}, {"id": 7, "schema": {}}]}
+    dumped = avro_output.dump({"p.t": [Record(None, value, 0, 0), Record(None, None, 0, 1)]}, registered)
+    assert dumped == {"p.t": [{"key": None, "value": {"schema": "v2", "payload": value["payload"]}},
+                              {"key": None, "value": None}]}
+
+
+def test_registered_schemas_are_compared_subject_by_subject_under_renamed_names() -> None:
+    def subject(prefix: str, field: str, versions: int = 1) -> dict[str, list[dict[str, Any]]]:
+        schema = {"type": "record", "name": "Envelope", "namespace": f"{prefix}.public.t",
+                  "fields": [{"name": field, "type": "int"}]}
+        return {f"{prefix}.public.t-value": [{"id": n, "schema": schema} for n in range(versions)]}
+
+    assert avro_output.compare_subjects(subject("dbz1", "a"), subject("sig1", "a"), DBZ, SIG) == []
+    assert avro_output.compare_subjects(subject("dbz1", "a"), subject("sig1", "b"), DBZ, SIG) == [
+        Difference("subject:<prefix>.public.t-value", 0, "schema.fields[0].name", "a", "b")]
+    extra = avro_output.compare_subjects(subject("dbz1", "a"), subject("sig1", "a", versions=2), DBZ, SIG)
+    assert [(d.index, d.path, d.debezium) for d in extra] == [(1, "schema", "<absent>")]
+    missing = avro_output.compare_subjects(subject("dbz1", "a"), {}, DBZ, SIG)
+    assert [(d.path, d.signaller) for d in missing] == [("<subject>", None)]

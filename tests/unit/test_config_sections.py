@@ -114,8 +114,9 @@ def _is_declared(name: str) -> bool:
 def test_properties_the_readme_documents_are_declared() -> None:
     section = _readme_configuration()
     quoted = set(re.findall(r"`([a-z][a-zA-Z]*(?:\.[a-zA-Z*]+)+)`", section)) - {"connector.json"}
-    example = json.loads(re.search(r"```json\n(.*?)```", section, re.DOTALL).group(1))  # type: ignore[union-attr]
-    documented = quoted | set(example["config"])
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.DOTALL)]
+    documented = quoted | {name for example in examples for name in example["config"]}
+    assert len(examples) >= 2, "the JSON and the Avro connector examples"
     assert documented and not {name for name in documented if not _is_declared(name)}
     for variable in re.findall(r"`(SIGNALLER_[A-Z_]+)`", section):
         assert property_for_env(variable) is not None, variable
