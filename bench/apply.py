@@ -462,6 +462,31 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
     return results
 
 
+FLOOR_NOTES = {
+    "scan": "read every column of every row of the table (nothing written)",
+    "key_scan": "read the key column of every row",
+    "join": "every row against a broadcast batch of the large batch's keys (what a MERGE must match)",
+    "write": "write every row as a new Delta table (what rewriting the table's files costs)",
+    "merge": "a bare three-clause sequence-guarded MERGE of an 80/10/10 batch, Delta's defaults",
+    "merge_dv": "the same MERGE into the table with deletion vectors",
+}
+
+
+def floor_run(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, cached: Path,
+              log: Any) -> dict[str, dict[str, float]]:
+    """What a batch of ``options.large`` random-key changes into the table cannot avoid (the worker's
+    ``floor`` command): the driver JVM's CPU seconds per piece, the last of three runs."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench_floor_"))
+    try:
+        seen = worker.send({"cmd": "floor", "table": str(cached), "scratch": str(scratch), "changes": options.large})
+        report, _ = worker.next_report(("floor",), seen, 1800, "the floor pieces")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    cpu = report["cpu_s"]
+    log("  floor, JVM CPU s per piece: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
+    return {"cpu_s": cpu, "wall_s": report["wall_s"]}
+
+
 def snapshot_runs(settings: StackSettings, options: ApplyOptions, worker: _SparkWorker, log: Any,
                   detail: list[dict[str, Any]]) -> dict[str, float]:
     """An incremental snapshot of ``rows`` keys (``r`` events, key order) applied in batches of
@@ -770,6 +795,7 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         tput_dv = throughput_runs(settings, options, worker, cached, log, detail, deletion_vectors=True, runs=1)
         tput_avro = throughput_runs(settings, options, worker, cached, log, detail, runs=1,
                                     registry_url=settings.registry_url)
+        floor = floor_run(settings, options, worker, cached, log)
         snap = snapshot_runs(settings, options, worker, log, detail)
         e2e, session = e2e_session(settings, options, worker, cached)
         for index, result in enumerate(e2e):
@@ -827,6 +853,10 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
                                            note=f"the same snapshot again into the full table, batches of "
                                                 f"{options.large:,}"),
         **_phase_figures(tput),
+        **{f"floor_cpu_s.{name}": summarize([value], "CPU s", digits=2,
+                                            note=f"{FLOOR_NOTES.get(name, name)}; {options.rows:,}-row table, "
+                                                 f"{options.large:,} changes, driver JVM CPU (2 cores), last of 3")
+           for name, value in floor["cpu_s"].items()},
         "e2e_p50_ms": summarize(col(e2e, "p50_ms"), "ms", digits=0),
         "e2e_p99_ms": summarize(col(e2e, "p99_ms"), "ms", digits=0),
         "e2e_max_ms": summarize(col(e2e, "max_ms"), "ms", digits=0),

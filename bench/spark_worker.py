@@ -23,7 +23,11 @@ per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
 * ``{"cmd": "stream", "topic", "target_root", "checkpoint", "trigger"}``: ``start_query`` (the job's
   own streaming query, ``processingTime`` trigger) → ``{"event": "stream_started"}``, then
   ``{"event": "progress", "batch", "rows", "duration_ms"}`` per micro-batch;
-* ``{"cmd": "stop_stream"}`` → ``{"event": "stream_stopped", "batches"}``.
+* ``{"cmd": "stop_stream"}`` → ``{"event": "stream_stopped", "batches"}``;
+* ``{"cmd": "floor", "table", "scratch", "changes"}``: what a batch of ``changes`` random-key changes
+  into the Delta table at ``table`` cannot avoid, each piece run three times, the JVM's CPU seconds
+  (user + system) of the last → ``{"event": "floor", "cpu_s": {piece: s}, "wall_s": {piece: s}}``
+  (see :func:`floor_pieces`; ``scratch`` is a directory for the pieces' writes).
 
 Every 500 ms ``{"event": "sample", "jvm_rss_kb"}`` (the driver JVM's resident set; ``local[2]``
 runs the executors in it). On EOF or SIGTERM: stop the query and the session, then
@@ -212,6 +216,18 @@ class Worker:
             self.query = None
         report("stream_stopped", batches=batches)
 
+    def floor(self, command: dict[str, Any]) -> None:
+        from bench.process import process_cpu_seconds
+
+        cpu: dict[str, float] = {}
+        wall: dict[str, float] = {}
+        for name, piece in floor_pieces(self.spark, command["table"], command["scratch"], int(command["changes"])):
+            for _ in range(3):  # the last of three: JIT-compiled, classes loaded, like a running job
+                c0, t0 = process_cpu_seconds(self.jvm_pid), time.perf_counter()
+                piece()
+                cpu[name], wall[name] = process_cpu_seconds(self.jvm_pid) - c0, time.perf_counter() - t0
+        report("floor", cpu_s=cpu, wall_s=wall)
+
     def close(self) -> None:
         try:
             if self.query is not None:
@@ -219,6 +235,70 @@ class Worker:
         finally:
             self.spark.stop()
             self._done.set()
+
+
+def floor_pieces(spark: Any, table: str, scratch: str, changes: int) -> list[tuple[str, Any]]:
+    """The pieces of applying ``changes`` random-key changes to the table at ``table``, each a
+    callable doing it once: ``scan`` (every column of every row, nothing written), ``key_scan`` (the
+    key column only), ``join`` (every row against a broadcast batch of ``changes`` keys: what a MERGE
+    must match), ``write`` (every row written as a new Delta table with the target's properties:
+    what rewriting its files costs), ``merge`` (a bare three-clause, sequence-guarded MERGE of an
+    80/10/10 update/insert/delete batch into a copy of the table, Delta defaults) and ``merge_dv``
+    (the same with deletion vectors). Random keys touch every file, so a MERGE of them cannot do less
+    than ``scan`` + ``join`` + ``write`` without deletion vectors."""
+    import shutil
+
+    from pyspark.sql import functions as F
+
+    target = spark.read.format("delta").load(table)
+    rows = target.count()
+    fraction = min(1.0, changes / max(rows, 1))
+    existing = target.select("id").sample(fraction * 0.9, seed=11).limit(changes * 9 // 10)
+    upserts = existing.select(
+        "id", F.when(F.rand(3) < 0.1 / 0.9, F.lit("d")).otherwise(F.lit("u")).alias("_cdc_op"))
+    first_new = rows + 10_000_000
+    inserts = spark.range(first_new, first_new + changes // 10).select("id", F.lit("c").alias("_cdc_op"))
+    seq = F.struct(F.lit(1 << 40).cast("bigint").alias("commit_lsn"), F.col("id").alias("lsn"),
+                   F.lit(0).cast("bigint").alias("kafka_offset"))
+    batch = upserts.unionByName(inserts).select(
+        "id", (F.col("id") % 1000).cast("int").alias("v"), F.concat(F.lit("upd "), F.col("id")).alias("note"),
+        F.col("id").alias("stamp_us"), seq.alias("_cdc_seq"), "_cdc_op", F.lit(1700000000000).alias("_cdc_ts_ms"),
+    ).localCheckpoint(eager=True)
+    keys = batch.select("id")
+    counter = iter(range(1_000_000))
+
+    def fresh_copy(dv: bool) -> str:
+        path = f"{scratch}/copy-{next(counter)}"
+        shutil.copytree(table, path)
+        if dv:
+            spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+        return path
+
+    def merge(dv: bool) -> None:
+        from delta.tables import DeltaTable
+
+        path = fresh_copy(dv)
+        (DeltaTable.forPath(spark, path).alias("t").merge(batch.alias("s"), "t.id = s.id")
+         .whenMatchedDelete(condition="s._cdc_op = 'd' AND s._cdc_seq > t._cdc_seq")
+         .whenMatchedUpdateAll(condition="s._cdc_op != 'd' AND s._cdc_seq > t._cdc_seq")
+         .whenNotMatchedInsertAll(condition="s._cdc_op != 'd'")
+         .execute())
+        shutil.rmtree(path, ignore_errors=True)
+
+    def write() -> None:
+        path = f"{scratch}/write-{next(counter)}"
+        target.write.format("delta").save(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+    return [
+        ("scan", lambda: target.write.format("noop").mode("overwrite").save()),
+        ("key_scan", lambda: target.select("id").write.format("noop").mode("overwrite").save()),
+        ("join", lambda: target.join(F.broadcast(keys.withColumn("_hit", F.lit(True))), "id", "left")
+         .write.format("noop").mode("overwrite").save()),
+        ("write", write),
+        ("merge", lambda: merge(False)),
+        ("merge_dv", lambda: merge(True)),
+    ]
 
 
 def main(argv: list[str]) -> int:
