@@ -4,17 +4,21 @@
 * :data:`NARROW_TABLE`: the live table's columns;
 * :func:`preload`: commit row changes into the slot while nothing reads it (throughput runs);
 * :func:`write_steadily` and :class:`Writer`: commit insert transactions on a fixed schedule;
-* :class:`Stamper`: a Kafka consumer stamping each record with the instant ``poll()`` returned it;
+* :class:`Stamper`: a Kafka consumer stamping each record with the instant ``poll()`` returned it (JSON
+  records, or Avro ones in the Confluent wire format, decoded with the writer schema from the registry);
 * :func:`latency_figures`: commit → readable latencies from those stamps;
 * :class:`LiveSession`: a live table, its writer and its stamper, for snapshot sessions.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import threading
 import time
 import uuid
+from typing import Any
 
 import orjson
 import psycopg2
@@ -24,6 +28,7 @@ from bench.options import SnapshotOptions
 from bench.scratch import Scratch
 from bench.stats import percentile
 from devtools import StackSettings
+from signaller.sinks.registry import SchemaRegistryClient
 
 NARROW_TABLE = "id bigint PRIMARY KEY, v int NOT NULL, note text"
 
@@ -66,6 +71,20 @@ class Stamper(threading.Thread):
         self.consumer.assign([TopicPartition(topic, 0, offset)])
         self.stamps: list[tuple[int, int, int]] = []
         self.stop_event = threading.Event()
+        self._registry_url = settings.registry_url
+        self._readers: dict[int, Any] = {}
+
+    def _avro_payload(self, value: bytes) -> Any:
+        """The envelope of an Avro record (magic byte 0, 4-byte schema id, body), its writer schema
+        fetched from the registry once per id."""
+        from fastavro import parse_schema, schemaless_reader
+
+        schema_id = int.from_bytes(value[1:5], "big")
+        parsed = self._readers.get(schema_id)
+        if parsed is None:
+            registry = SchemaRegistryClient(self._registry_url)
+            parsed = self._readers[schema_id] = parse_schema(json.loads(registry.schema_by_id(schema_id)))
+        return schemaless_reader(io.BytesIO(value[5:]), parsed, None)
 
     def run(self) -> None:
         poll, stamps = self.consumer.poll, self.stamps
@@ -80,7 +99,10 @@ class Stamper(threading.Thread):
                 value = msg.value()
                 if value is None:
                     continue
-                payload = orjson.loads(value[value.index(b'"payload":') + 10:-1])
+                if value[:1] == b"\x00":
+                    payload = self._avro_payload(value)
+                else:
+                    payload = orjson.loads(value[value.index(b'"payload":') + 10:-1])
                 stamps.append((received, payload["source"]["ts_us"], payload["ts_us"]))
         finally:
             self.consumer.close()

@@ -86,6 +86,28 @@ def comparisons(document: dict[str, Any]) -> list[Comparison]:
     return [row for row in rows if figure(document, row.ours) and figure(document, row.theirs)]
 
 
+FORMAT_ROWS: tuple[tuple[str, str, str, bool], ...] = (
+    ("streaming: throughput, preloaded slot", "streaming.max_changes_per_s", "streaming.avro_max_changes_per_s",
+     True),
+    ("streaming: CPU per change", "streaming.cpu_us_per_change", "streaming.avro_cpu_us_per_change", False),
+    ("snapshot: key range at the best chunk size", "snapshot.best_rows_per_s", "snapshot.avro_best_rows_per_s",
+     True),
+    ("apply to Delta", "apply.changes_per_s", "apply.avro_changes_per_s", True),
+    ("bytes per change record", "apply.json_bytes_per_record", "apply.avro_bytes_per_record", False),
+)
+"""The sidecar's JSON-vs-Avro rows: (label, JSON figure, Avro figure, higher is better)."""
+
+
+def format_comparisons(document: dict[str, Any]) -> list[tuple[str, Figure, Figure, bool]]:
+    """The :data:`FORMAT_ROWS` whose JSON and Avro figures are both in ``document``, with the figures."""
+    out = []
+    for label, json_path, avro_path, higher_is_better in FORMAT_ROWS:
+        json_fig, avro_fig = figure(document, json_path), figure(document, avro_path)
+        if json_fig is not None and avro_fig is not None:
+            out.append((label, json_fig, avro_fig, higher_is_better))
+    return out
+
+
 def fmt(value: Any) -> str:
     """A number as the tables show it: thousands separated, at most 3 significant decimals."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -171,6 +193,19 @@ def render_markdown(document: dict[str, Any]) -> str:
             lines.append(f"| {_cell(row.label)} | {spread(ours)} | {spread(theirs)} | {unit} | {text} | "
                          f"{verdict(value, row.higher_is_better)} |")
         lines.append("")
+    formats = format_comparisons(document)
+    if formats:
+        lines += ["## JSON vs Avro (signaller)", "",
+                  "| measure | JSON | Avro | unit | Avro ÷ JSON (of medians) | better |",
+                  "| --- | ---: | ---: | --- | ---: | --- |"]
+        for label, json_fig, avro_fig, higher_is_better in formats:
+            value = (float(avro_fig["median"]) / float(json_fig["median"])
+                     if avro_fig["median"] is not None and json_fig["median"] else None)
+            better = "-" if value is None or value == 1 else (
+                "Avro" if (value > 1) == higher_is_better else "JSON")
+            lines.append(f"| {_cell(label)} | {spread(json_fig)} | {spread(avro_fig)} | "
+                         f"{_cell(str(json_fig.get('unit', '')))} | {fmt(value)} | {better} |")
+        lines.append("")
     lines += ["## Every figure", ""]
     order = [name for name in SECTION_ORDER if name in document]
     order += [name for name in document if name not in order]
@@ -198,8 +233,10 @@ def render_markdown(document: dict[str, Any]) -> str:
 # The chart
 # --------------------------------------------------------------------------------------------
 
-COLOURS = {SIGNALLER: "#1f77b4", DEBEZIUM: "#d62728", "COPY": "#7f7f7f", "Spark driver": "#2ca02c"}
+COLOURS = {SIGNALLER: "#1f77b4", DEBEZIUM: "#d62728", "COPY": "#7f7f7f", "Spark driver": "#2ca02c",
+           "JSON": "#1f77b4", "Avro": "#ff7f0e"}
 
+FORMAT_PANEL = "signaller: JSON vs Avro converters (log scale)"
 Panel = tuple[str, str, bool, list[tuple[str, list[tuple[str, str]]]]]
 """(title, y label, log scale, groups: (group label, [(series, figure path), ...]))."""
 
@@ -232,6 +269,13 @@ def chart_panels(document: dict[str, Any]) -> list[Panel]:
             ("snapshot", [(SIGNALLER, "rss_mb.sidecar_snapshot"), (DEBEZIUM, "rss_mb.debezium_connect_snapshot")]),
             ("apply", [("Spark driver", "rss_mb.spark_driver")]),
         ]),
+        (FORMAT_PANEL, "per second", True, [
+            ("streaming\nchanges/s", [("JSON", "streaming.max_changes_per_s"),
+                                      ("Avro", "streaming.avro_max_changes_per_s")]),
+            ("snapshot, best chunk\nrows/s", [("JSON", "snapshot.best_rows_per_s"),
+                                              ("Avro", "snapshot.avro_best_rows_per_s")]),
+            ("apply to Delta\nchanges/s", [("JSON", "apply.changes_per_s"), ("Avro", "apply.avro_changes_per_s")]),
+        ]),
         ("Apply to Delta: PostgreSQL commit → visible", "ms", False, [
             ("p50", [(SIGNALLER, "apply.e2e_p50_ms")]),
             ("p99", [(SIGNALLER, "apply.e2e_p99_ms")]),
@@ -241,7 +285,8 @@ def chart_panels(document: dict[str, Any]) -> list[Panel]:
     for title, unit, log, groups in panels:
         kept = [(label, [(name, path) for name, path in series if _has_median(document, path)])
                 for label, series in groups]
-        kept = [(label, series) for label, series in kept if series]
+        # a JSON-vs-Avro group needs both (JSON alone is already in the other panels)
+        kept = [(label, series) for label, series in kept if len(series) >= (2 if title == FORMAT_PANEL else 1)]
         if kept:
             out.append((title, unit, log, kept))
     return out

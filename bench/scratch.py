@@ -28,6 +28,18 @@ LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 consumer side can tell when a record reached Kafka, whichever process produced it."""
 
 
+AVRO_CONVERTER = "io.confluent.connect.avro.AvroConverter"
+
+
+def avro_converters(registry_url: str) -> dict[str, object]:
+    """Connector properties that switch the sidecar's key and value converters to Avro (Confluent wire
+    format) against the registry at ``registry_url``, with Avro name adjustment: the benchmarks' topic
+    prefixes hold ``-``, which Avro record names may not. Subjects are the scratch topics' own."""
+    return {"key.converter": AVRO_CONVERTER, "value.converter": AVRO_CONVERTER,
+            "key.converter.schema.registry.url": registry_url, "value.converter.schema.registry.url": registry_url,
+            "schema.name.adjustment.mode": "avro"}
+
+
 class Scratch:
     """A table ``public.<name>`` with a publication and a pgoutput slot of the same name."""
 

@@ -27,6 +27,9 @@ Per run:
 * **read-only session** (after the loaded ones): the sidecar with ``read.only=true`` (no watermark
   writes: the chunk's MVCC snapshot and a WAL high watermark); the key-range snapshot at the best
   chunk size, no other load (``read_only_rows_per_s``).
+* **Avro session** (after each read-only one): the sidecar with its key and value converters switched
+  to Avro against the stack's schema registry (:func:`bench.scratch.avro_converters`); the same
+  key-range snapshot at the best chunk size, no other load (``avro_best_rows_per_s``).
 
 With ``options.debezium``, each idle session is followed by a Debezium session
 (:func:`bench.debezium.snapshot_run`: the whole table, the idle live latency, a key range under
@@ -50,7 +53,7 @@ from bench import debezium as dbz
 from bench.live import NARROW_TABLE, LiveSession, Stamper
 from bench.options import SnapshotOptions
 from bench.process import Sidecar
-from bench.scratch import Scratch
+from bench.scratch import Scratch, avro_converters
 from bench.stats import Figure, per_run_ratio, summarize
 from devtools import StackSettings
 
@@ -293,6 +296,7 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         loaded.append(run_loaded)
 
     read_only: list[float] = []
+    avro: list[float] = []
     for index in range(options.runs):
         session = _Session(settings, dataclasses.replace(
             options, connector_overrides={**options.connector_overrides, "read.only": "true"}), table, "snapr")
@@ -300,6 +304,15 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
             read_only.append(session.snapshot(best, limit)["rows_per_s"])
             log(f"  read-only run {index + 1}/{options.runs}: snapshot of {limit:,} rows, chunk {best}: "
                 f"{read_only[-1]:,.0f} rows/s")
+        finally:
+            session.close()
+        session = _Session(settings, dataclasses.replace(
+            options, connector_overrides={**options.connector_overrides, **avro_converters(settings.registry_url)}),
+            table, "snapa")
+        try:
+            avro.append(session.snapshot(best, limit)["rows_per_s"])
+            log(f"  Avro run {index + 1}/{options.runs}: snapshot of {limit:,} rows, chunk {best}: "
+                f"{avro[-1]:,.0f} rows/s")
         finally:
             session.close()
 
@@ -317,6 +330,11 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "read_only_rows_per_s": {**summarize(read_only, "rows/s", digits=0,
                                              note=f"read.only=true, {limit:,}-row key range, chunk size {best}, "
                                                   "no other load"), "chunk_size": best},
+        "avro_best_rows_per_s": {**summarize(avro, "rows/s", digits=0,
+                                             note=f"best_rows_per_s with the Avro converters (Confluent wire "
+                                                  f"format, schemas in the stack's registry): {limit:,}-row key "
+                                                  f"range, chunk size {best}, no other load"),
+                                 "chunk_size": best},
         "best_chunk_size": summarize([best] * options.runs, "rows", digits=0,
                                      note=f"highest median rows_per_s_chunk_* of {sizes}"),
     }

@@ -1,6 +1,6 @@
 """Streaming benchmark: PostgreSQL commit → Kafka acknowledgement through the sidecar.
 
-Two measurements on a narrow table (``id bigint PRIMARY KEY, v int NOT NULL, note text``), each
+Three measurements on a narrow table (``id bigint PRIMARY KEY, v int NOT NULL, note text``), each
 with a fresh table, publication, slot and topic (:class:`bench.scratch.Scratch`) and a fresh
 sidecar process (:mod:`bench.sidecar`) with the default converters (JSON with schemas) and the
 default producer settings:
@@ -10,6 +10,9 @@ default producer settings:
   wait in the slot. Then the sidecar starts and the clock runs until the offset store has
   durably committed an LSN past the last transaction's commit, which the loop only does once
   Kafka has acknowledged (acks=all) every record up to it.
+* **Avro throughput**: the same throughput run with the sidecar's key and value converters switched to
+  Avro (Confluent wire format) against the stack's schema registry (:func:`bench.scratch.avro_converters`),
+  interleaved with the JSON runs: ``avro_max_changes_per_s``, ``avro_cpu_us_per_change``;
 * **latency** (:func:`latency_run`): the sidecar runs; a writer commits ``tx_rows``-row insert
   transactions on a fixed schedule at ``rate`` changes/s; a Kafka consumer in this process
   stamps each record when ``poll()`` hands it over. Latency = that instant − the transaction's
@@ -35,7 +38,7 @@ from bench import debezium as dbz
 from bench.live import NARROW_TABLE, Stamper, latency_figures, preload, write_steadily
 from bench.options import StreamingOptions
 from bench.process import Sidecar, process_cpu_seconds
-from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher
+from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher, avro_converters
 from bench.stats import Figure, per_run_ratio, summarize
 from bench.topics import TopicReader, rate_between
 from devtools import StackSettings
@@ -71,17 +74,21 @@ def _cpu_between(samples: list[dict[str, Any]], start: float, end: float, thread
     return float(after[0]["threads"][thread] - before[-1]["threads"][thread])
 
 
-def throughput_run(settings: StackSettings, options: StreamingOptions, index: int) -> dict[str, float]:
-    scratch = Scratch(settings, "tput", NARROW_TABLE)
+def throughput_run(settings: StackSettings, options: StreamingOptions, index: int,
+                   converters: dict[str, object] | None = None) -> dict[str, float]:
+    """One throughput run; ``converters``: connector properties that replace the default JSON converters
+    (e.g. :func:`bench.scratch.avro_converters`)."""
+    kind = "tput" if converters is None else "tputa"
+    scratch = Scratch(settings, kind, NARROW_TABLE)
     try:
         scratch.create()
         scratch.create_topic(scratch.data_topic, config=LOG_APPEND_TIME)
         t0 = time.monotonic()
         target = preload(scratch, options.changes, options.tx_rows)
         preload_s = time.monotonic() - t0
-        properties = scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS},
-                                              **options.connector_overrides)
-        profile = _profile_path(options, f"throughput-{index}")
+        properties = scratch.connector_config(**{"offset.flush.interval.ms": FLUSH_INTERVAL_MS,
+                                                 **options.connector_overrides, **(converters or {})})
+        profile = _profile_path(options, f"{'throughput' if converters is None else 'throughput-avro'}-{index}")
         broker_pid = read_pid(stack_kafka.paths_for(settings).pid_file)
         watcher = SlotWatcher(settings, scratch.name)
         watcher.start()
@@ -186,6 +193,7 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
     followed by Debezium's run of both); the ``streaming`` section plus the ``rss_mb`` of the
     sidecar (peak during the throughput drain, the worst case) and of Debezium's worker."""
     tput: list[dict[str, float]] = []
+    tput_avro: list[dict[str, float]] = []
     lat: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []
     for index in range(options.runs):
@@ -195,6 +203,10 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
             f"start-up {result['startup_s']:.2f}s, {result['cpu_us_per_change']:.1f} µs CPU/change, "
             f"peak RSS {result['rss_peak_mb']:.0f} MB)")
         tput.append(result)
+        result = throughput_run(settings, options, index, avro_converters(settings.registry_url))
+        log(f"  Avro throughput run {index + 1}/{options.runs}: {result['max_changes_per_s']:,.0f} changes/s "
+            f"({result['cpu_us_per_change']:.1f} µs CPU/change, peak RSS {result['rss_peak_mb']:.0f} MB)")
+        tput_avro.append(result)
         result = latency_run(settings, options, index)
         log(f"  latency run {index + 1}/{options.runs}: p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms"
             f" at {result['offered_changes_per_s']:,.0f} changes/s ({result['measured_changes']:.0f} measured,"
@@ -228,6 +240,11 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
         "kafka_max_changes_per_s": summarize(col(tput, "kafka_max_changes_per_s"), "changes/s", digits=0,
                                              note="changes / (broker append time of the last record - the "
                                                   "instant the slot became active), as for Debezium"),
+        "avro_max_changes_per_s": summarize(col(tput_avro, "max_changes_per_s"), "changes/s", digits=0,
+                                            note="max_changes_per_s with the Avro converters (Confluent wire "
+                                                 "format, schemas in the stack's registry)"),
+        "avro_cpu_us_per_change": summarize(col(tput_avro, "cpu_us_per_change"), "µs", digits=2,
+                                            note="cpu_us_per_change with the Avro converters"),
         "startup_s": summarize(col(tput, "startup_s"), "s", digits=2),
         "startup_to_first_record_s": summarize(col(tput, "startup_to_first_record_s"), "s", digits=2,
                                                note="process spawned -> first record appended in Kafka"),
@@ -296,6 +313,8 @@ def run_streaming(settings: StackSettings, options: StreamingOptions, log: Any =
         "latency_tx_rows": options.latency_tx_rows, "offset_flush_interval_ms": FLUSH_INTERVAL_MS,
         "latency_offset_flush_interval_ms": "default (60000)",
         "table": NARROW_TABLE, "connector_overrides": options.connector_overrides,
+        "avro_converters": {key: value for key, value in avro_converters(settings.registry_url).items()
+                            if not key.endswith(".url")},
     }
     if options.debezium is not None:
         parameters["debezium"] = {"changes": options.debezium.changes,

@@ -344,19 +344,30 @@ def _struct_converter(members: list[tuple[str, Converter | None, Any]]) -> Conve
 
 
 def long_bytes(value: int) -> bytes:
-    """Avro's zig-zag varint encoding of an ``int`` or ``long``."""
+    """Avro's zig-zag varint encoding of an ``int`` or ``long`` (a 64-bit value: at most 10 bytes).
+
+    No per-byte loop: the 7-bit groups of the low 56 bits are spread into 8-bit slots with three
+    mask-and-shift steps (28-, 14-, 7-bit halves), the last two groups are placed directly, and the
+    continuation bits of every byte but the last are or-ed in at once (the bytes of the loop it replaced).
+    """
     n = (value << 1) ^ (value >> 63)
     if n < 0x80:
         return _SMALL[n]
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    count = (n.bit_length() + 6) // 7
+    x = n & 0xFFFFFFFFFFFFFF
+    x = (x & 0xFFFFFFF) | ((x & 0xFFFFFFF0000000) << 4)
+    x = (x & 0x00003FFF00003FFF) | ((x & 0x0FFFC0000FFFC000) << 2)
+    x = (x & 0x007F007F007F007F) | ((x & 0x3F803F803F803F80) << 1)
+    high = n >> 56
+    if high:
+        x |= ((high & 0x7F) | ((high >> 7) << 8)) << 64
+    return (x | _CONTINUATION[count]).to_bytes(count, "little")
 
 
 _SMALL: Final = tuple(bytes((n,)) for n in range(0x80))
+_CONTINUATION: Final = tuple(int.from_bytes(b"\x80" * (count - 1) + b"\x00", "little") if count else 0
+                             for count in range(11))
+"""``0x80`` in every byte of a ``count``-byte varint but the last."""
 
 
 def string_bytes(value: str) -> bytes:

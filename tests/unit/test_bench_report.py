@@ -198,3 +198,57 @@ def test_write_results_writes_json_markdown_and_png(tmp_path: Path) -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     stamped = next(p for p in written if p.suffix == ".png" and p.name != "latest.png")
     assert stamped.read_bytes() == png
+
+
+def _with_avro(document: dict[str, Any]) -> dict[str, Any]:
+    document["streaming"]["avro_max_changes_per_s"] = summarize([24_000, 25_000, 26_000], "changes/s", digits=0)
+    document["snapshot"]["best_rows_per_s"] = {**summarize([60_000, 62_000, 64_000], "rows/s", digits=0),
+                                               "chunk_size": 4096}
+    document["snapshot"]["avro_best_rows_per_s"] = {**summarize([93_000], "rows/s", digits=0), "chunk_size": 4096}
+    return document
+
+
+def test_markdown_json_vs_avro_table() -> None:
+    text = report.render_markdown(_with_avro(_document()))
+    lines = text.splitlines()
+    assert "## JSON vs Avro (signaller)" in text
+    assert text.index("## JSON vs Avro") < text.index("## Every figure")
+    table = text.split("## JSON vs Avro (signaller)")[1].split("## Every figure")[0].strip().splitlines()
+    assert len(table) == 4  # header, rule, streaming throughput, snapshot
+    row = next(line for line in table if line.startswith("| streaming: throughput, preloaded slot |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:] == ["31,000 [30,000–32,000]", "25,000 [24,000–26,000]", "changes/s", "0.806", "JSON"]
+    row = next(line for line in table if line.startswith("| snapshot: key range at the best chunk size |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:] == ["62,000 [60,000–64,000]", "93,000 [93,000–93,000]", "rows/s", "1.50", "Avro"]
+    # the CPU row has no Avro figure in this document: left out, as are the apply rows
+    assert not any(line.startswith(("| streaming: CPU per change |", "| apply to Delta |")) for line in table)
+    # and both new figures are in the full list, the snapshot one with its chunk size
+    row = next(line for line in lines if line.startswith("| `avro_best_rows_per_s` |"))
+    assert "| 93,000 | 93,000 | 93,000 | rows/s | 93,000 | chunk size 4096 |" in row
+    assert any(line.startswith("| `avro_max_changes_per_s` |") for line in lines)
+
+
+def test_markdown_without_avro_figures_has_no_format_table() -> None:
+    assert "## JSON vs Avro" not in report.render_markdown(_document())
+
+
+def test_chart_json_vs_avro_panel() -> None:
+    # JSON figures alone draw no JSON-vs-Avro panel, and a group without its Avro figure is left out
+    assert not any("Avro" in p[0] for p in report.chart_panels(_document()))
+    panels = report.chart_panels(_with_avro(_document()))
+    (panel,) = [p for p in panels if "Avro" in p[0]]
+    assert [(label, series) for label, series in panel[3]] == [
+        ("streaming\nchanges/s", [("JSON", "streaming.max_changes_per_s"),
+                                  ("Avro", "streaming.avro_max_changes_per_s")]),
+        ("snapshot, best chunk\nrows/s", [("JSON", "snapshot.best_rows_per_s"),
+                                          ("Avro", "snapshot.avro_best_rows_per_s")]),
+    ]
+
+
+def test_write_results_keeps_the_avro_figures(tmp_path: Path) -> None:
+    write_results(_with_avro(_document()), tmp_path)
+    stored = json.loads((tmp_path / "latest.json").read_text())
+    assert stored["streaming"]["avro_max_changes_per_s"]["values"] == [24_000, 25_000, 26_000]
+    assert stored["snapshot"]["avro_best_rows_per_s"]["median"] == 93_000
+    assert "## JSON vs Avro (signaller)" in (tmp_path / "latest.md").read_text()
