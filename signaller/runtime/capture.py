@@ -122,6 +122,10 @@ class CaptureLoop:
             start = offsets.lsn if offsets else 0
             self.stats.committed_lsn = start
             reader.open(start, offsets.source_keys if offsets else None)
+            if offsets is None and (keys := source.offset_keys(start)) is not None:
+                # A source that keeps no position of its own (MariaDB: no replication slot) stores where it
+                # started before anything streams, so a kill before the first commit resumes there.
+                self.store.commit(Offsets(start, source_keys=keys))
             snapshots.start(offsets, tables)
             self._stream(reader, sink, checkpoint, dispatcher, snapshots)
         except KafkaException as exc:
