@@ -162,3 +162,56 @@ def test_an_offset_whose_binlog_is_gone_is_a_terminal_error(env: MariaEnv) -> No
     assert code != 0
     # (the log masks the stack's password, "mariadb", wherever it appears: compare the file name's tail)
     assert purged.rpartition("-")[2] in log and "position 1234" in log and "new snapshot" in log
+
+
+def test_column_types_in_the_default_modes(env: MariaEnv) -> None:
+    env.create_table(
+        "id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, su SMALLINT UNSIGNED, iu INT UNSIGNED, "
+        "bu BIGINT UNSIGNED, de DECIMAL(10,2), f FLOAT, d DOUBLE, b1 BIT(1), b10 BIT(10), y YEAR, dt DATE, "
+        "tm TIME(6), tm2 TIME(6), dt3 DATETIME(3), dt6 DATETIME(6), ts TIMESTAMP(6) NULL, e ENUM('a','b'), "
+        "s SET('x','y','z'), "
+        "j JSON, l1 VARCHAR(10) CHARACTER SET latin1, u8 TEXT CHARACTER SET utf8mb4, bn BINARY(3), bl BLOB, "
+        "g GEOMETRY, p POINT")
+    car = env.start_streaming(env.sidecar())
+    reader = env.reader()
+    with env.conn.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+    env.sql(f"INSERT INTO `{env.table}` VALUES (1, -5, 255, 65535, 4294967295, 18446744073709551615, -12.50, 1.5, "
+            "2.25, b'1', b'1000000011', 2024, '2024-02-29', '-01:00:00', '01:02:03.000005', '2024-01-02 03:04:05.678', "
+            "'2024-01-02 03:04:05.678901', '2024-01-02 03:04:05.120000', 'b', 'z,x', '{\"a\": [1, 2]}', 'été', "
+            "'日本', x'01', x'00ff', ST_GeomFromText('POINT(1 2)', 4326), POINT(3, 4))")
+    env.sql(f"INSERT INTO `{env.table}` (id) VALUES (2)")
+    records = reader.wait_for_count(2, TIMEOUT_S, car.log_tail)
+    after = records[0].payload["after"]
+    assert after == {
+        "id": 1, "ti": -5, "tu": 255, "su": 65535, "iu": 4294967295, "bu": -1, "de": "+x4=", "f": 1.5, "d": 2.25,
+        "b1": True, "b10": "AwI=", "y": 2024, "dt": 19782, "tm": -3_600_000_000, "tm2": 3_723_000_005,
+        "dt3": 1704164645678,
+        "dt6": 1704164645678901, "ts": "2024-01-02T03:04:05.120000Z", "e": "b", "s": "x,z", "j": '{"a": [1, 2]}',
+        "l1": "été", "u8": "日本", "bn": "AQAA", "bl": "AP8=",
+        "g": {"wkb": "AQEAAAAAAAAAAADwPwAAAAAAAABA", "srid": 4326, "extensions": None},
+        "p": {"x": 3.0, "y": 4.0, "wkb": "AQEAAAAAAAAAAAAIQAAAAAAAABBA", "srid": None},
+    }
+    assert all(value is None for name, value in records[1].payload["after"].items() if name != "id")
+    fields = {f["field"]: f for f in records[0].value["schema"]["fields"][1]["fields"]}
+    assert fields["iu"]["type"] == "int64" and fields["su"]["type"] == "int32" and fields["f"]["type"] == "float"
+    assert fields["de"]["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}
+    assert fields["b10"]["name"] == "io.debezium.data.Bits" and fields["j"]["name"] == "io.debezium.data.Json"
+    assert fields["dt3"]["name"] == "io.debezium.time.Timestamp"
+    assert fields["dt6"]["name"] == "io.debezium.time.MicroTimestamp"
+    assert fields["ts"]["name"] == "io.debezium.time.ZonedTimestamp"
+    assert fields["g"]["name"] == "io.debezium.data.geometry.Geometry"
+    assert fields["p"]["name"] == "io.debezium.data.geometry.Point"
+
+
+def test_gtid_source_excludes_skip_that_servers_transactions(env: MariaEnv) -> None:
+    env.create_table("id INT PRIMARY KEY")
+    kept = env.create_table("id INT PRIMARY KEY", table=f"k_{env.suffix}")
+    car = env.start_streaming(env.sidecar(env.connector_config(tables=[env.table, kept],
+                                                               gtid_source_excludes="0-1")))
+    reader, kept_reader = env.reader(), env.reader(kept)
+    env.sql(f"INSERT INTO `{env.table}` VALUES (1)")
+    kept_reader.read_available(3.0)
+    reader.read_available(1.0)
+    assert reader.records == [] and kept_reader.records == []
+    assert car.alive()

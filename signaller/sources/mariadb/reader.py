@@ -245,6 +245,9 @@ class MariaDbLogReader(LogReader[Any]):
                 tx = BinlogTx(gtid_number(*gtid), event.gtid, file, event.timestamp * 1_000_000, last_end,
                               event.server_id, position(file, end - packet.event_size))
                 changes, query = [], None
+                if not self._gtid_source_captured(f"{event.domain_id}-{event.server_id}"):
+                    tx = None  # gtid.source.includes/excludes: its DML is skipped, its GTID still counts
+                    self._passed_later = True
                 if event.flags & 0x01:  # FL_STANDALONE: a DDL statement, no COMMIT follows
                     tx = None
                     plans.forget()  # TODO(issue 16, schema history): parse the DDL; re-read the columns for now
@@ -267,6 +270,9 @@ class MariaDbLogReader(LogReader[Any]):
                 if event.query.strip().upper() != "BEGIN":
                     plans.forget()  # DDL inside a GTID group: re-read the columns (see above)
                 continue
+            if ends_tx and tx is None and self._passed_later:
+                self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
+                self._passed_later = False
             if ends_tx and tx is not None:
                 resume = Resume(file, end, gtids, event.timestamp, packet.server_id)
                 if changes:
@@ -280,6 +286,15 @@ class MariaDbLogReader(LogReader[Any]):
                 else:
                     self._passed(resume)
                 tx, changes, query = None, [], None
+
+    _passed_later = False
+
+    def _gtid_source_captured(self, source: str) -> bool:
+        """``gtid.source.includes``/``excludes`` (regexes on ``domain-server``, full match), as Debezium filters DML."""
+        binlog = self._config.binlog
+        if binlog.gtid_source_includes:
+            return any(pattern.fullmatch(source) for pattern in binlog.gtid_source_includes)
+        return not any(pattern.fullmatch(source) for pattern in binlog.gtid_source_excludes)
 
     def _passed(self, resume: Resume) -> None:
         """A point between transactions with nothing to send: the stream end moves there."""

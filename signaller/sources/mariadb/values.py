@@ -333,7 +333,7 @@ def _geometry(value: Any) -> dict[str, Any]:
     """MariaDB's internal geometry (4-byte little-endian SRID, then WKB) as Geometry ``{wkb, srid}``."""
     data = _as_bytes(value)
     srid = _SRID.unpack_from(data)[0] if len(data) >= 4 else 0
-    return {"wkb": b64(data[4:]), "srid": srid or None}
+    return {"wkb": b64(data[4:]), "srid": srid or None, "extensions": None}
 
 
 def _point(value: Any) -> dict[str, Any]:
