@@ -33,6 +33,7 @@ SERVER_SETTINGS: dict[str, str] = {
     "binlog_format": "ROW",
     "binlog_row_image": "FULL",
     "binlog_annotate_row_events": "ON",
+    "binlog_row_metadata": "FULL",
     "gtid_domain_id": "0",
     "gtid_strict_mode": "ON",
     "binlog_expire_logs_seconds": "604800",

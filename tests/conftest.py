@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -47,6 +48,20 @@ def stack(local_stack: Stack) -> StackSettings:
 def schema_registry(local_stack: Stack) -> str:
     """The schema registry's Confluent-compatible URL, once it is ready (global compatibility BACKWARD)."""
     return local_stack.await_registry()
+
+
+@pytest.fixture
+def mariadb(stack: StackSettings) -> Iterator[Any]:
+    """A PyMySQL connection (autocommit) to the stack's MariaDB, database ``stack.mariadb_db``; closed afterwards."""
+    import pymysql
+
+    conn = pymysql.connect(host="127.0.0.1", port=stack.mariadb_port, user=stack.mariadb_user,
+                           password=stack.mariadb_password, database=stack.mariadb_db, autocommit=True,
+                           charset="utf8mb4")
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 @pytest.fixture

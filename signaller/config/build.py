@@ -15,7 +15,7 @@ from signaller.config.names import declared, family_of, suggestions
 from signaller.config.parsing import Rejected
 from signaller.config.problems import problem, raise_if_any
 from signaller.config.secrets import clip, printable
-from signaller.config.sections import AVRO_CONVERTERS, SECTION_TYPES, SETTINGS
+from signaller.config.sections import AVRO_CONVERTERS, PG_CONNECTOR, SECTION_TYPES, SETTINGS
 from signaller.config.sources import Layer, RawValue
 from signaller.config.values import NotificationChannel, OffsetStorage, Secret
 from signaller.errors import ConfigError
@@ -225,7 +225,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _postgres_needs_dbname(build: _Build) -> None:
+    """``database.dbname`` is required by the PostgreSQL connector only (the binlog connectors capture every
+    database their lists admit)."""
+    if build.values.get("connector.class", PG_CONNECTOR) == PG_CONNECTOR and not build.values.get("database.dbname"):
+        accepted = "a value: database.dbname is required (Database to capture.)"
+        build.problems.append(problem("database.dbname", None, accepted, NOT_SET))
+
+
 _CROSS_CHECKS: tuple[Callable[[_Build], None], ...] = (
+    _postgres_needs_dbname,
     _exclusive_lists,
     _queue_larger_than_batch,
     _sink_needs_topic,

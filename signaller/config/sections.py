@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, get_type_hints
 
 from signaller.config import parsing as p
+from signaller.config.binlog import BINLOG_CONNECTORS, BinlogSection
 from signaller.config.declare import Kind, Prop, channel_list, choice, property_of, section, setting
 from signaller.config.values import (
     AutoCreateMode,
@@ -85,9 +86,10 @@ class TableLike(Protocol):
 class ConnectorSection:
     """The Kafka Connect connector envelope: which connector, and the key/value converters."""
 
-    connector_class: str = setting("connector.class", Kind.STR, PG_CONNECTOR, "Must name Debezium's PostgreSQL "
-                                   "connector.", check=p.one_of(PG_CONNECTOR, reason="signaller implements "
-                                                                "Debezium's PostgreSQL connector"))
+    connector_class: str = setting("connector.class", Kind.STR, PG_CONNECTOR, "Debezium's PostgreSQL, MariaDB or "
+                                   "MySQL connector.", check=p.one_of(PG_CONNECTOR, *BINLOG_CONNECTORS,
+                                                                      reason="signaller implements Debezium's "
+                                                                      "PostgreSQL and MariaDB/MySQL connectors"))
     key_converter: str = setting("key.converter", Kind.STR, JSON_CONVERTER, "Key format.", check=_CONVERTERS)
     value_converter: str = setting("value.converter", Kind.STR, JSON_CONVERTER, "Value format.", check=_CONVERTERS)
     key_schemas_enable: bool = setting("key.converter.schemas.enable", Kind.BOOL, "true",
@@ -125,8 +127,8 @@ class DatabaseSection:
     port: int = setting("database.port", Kind.INT, "5432", "PostgreSQL port.", check=p.in_range(1, 65535))
     user: str = setting("database.user", Kind.STR, None, "User with REPLICATION.", required=True, check=p.NOT_BLANK)
     password: Secret | None = setting("database.password", Kind.SECRET, None, "Password of database.user.")
-    dbname: str = setting("database.dbname", Kind.STR, None, "Database to capture.", required=True,
-                          check=p.NOT_BLANK)
+    dbname: str = setting("database.dbname", Kind.STR, None, "Database to capture.", check=p.NOT_BLANK)
+    """Required for PostgreSQL (``build._postgres_needs_dbname``); the binlog connectors have no such property."""
     sslmode: SslMode = choice("database.sslmode", SslMode, "prefer", "libpq sslmode.")
     sslcert: str | None = setting("database.sslcert", Kind.STR, None, "Client certificate file (libpq sslcert).")
     sslkey: str | None = setting("database.sslkey", Kind.STR, None, "Client private key file (libpq sslkey).")
@@ -457,6 +459,7 @@ class Sections:
     kafka: KafkaSection
     offsets: OffsetSection
     http: HttpSection
+    binlog: BinlogSection
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,7 @@ class CaptureLoop:
         checkpoint = Checkpoint(on_failure=sink.delivery_failed)
         dispatcher = self._dispatcher = EventDispatcher(config, sink, checkpoint, self.stats,
                                                         transaction_id=source.transaction_id,
+                                                        source_block=source.source_block,
                                                         count_by_table=self.metrics is not None,
                                                         on_change=self._on_change)
         from signaller.runtime.snapshots import SnapshotCoordinator
@@ -120,7 +121,11 @@ class CaptureLoop:
             offsets = self.store.load()
             start = offsets.lsn if offsets else 0
             self.stats.committed_lsn = start
-            reader.open(start)
+            reader.open(start, offsets.source_keys if offsets else None)
+            if offsets is None and (keys := source.offset_keys(start)) is not None:
+                # A source that keeps no position of its own (MariaDB: no replication slot) stores where it
+                # started before anything streams, so a kill before the first commit resumes there.
+                self.store.commit(Offsets(start, source_keys=keys))
             snapshots.start(offsets, tables)
             self._stream(reader, sink, checkpoint, dispatcher, snapshots)
         except KafkaException as exc:
@@ -209,7 +214,8 @@ class CaptureLoop:
         position, state = committable.position, committable.snapshot
         if position > self.stats.committed_lsn or (state is not None and state is not self._committed_state):
             snapshot = state.to_offset() if state is not None else None
-            self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None, snapshot=snapshot))
+            self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None, snapshot=snapshot,
+                                      source_keys=self._source.offset_keys(position)))
             self._committed_state = state
             reader.acknowledge(position)
             self.stats.committed_lsn = position

@@ -37,6 +37,7 @@ from signaller.wire.columns import ColumnCodec
 from signaller.wire.envelope import EnvelopeSerializer, RowChange
 from signaller.wire.records import transaction_block
 from signaller.wire.serializer import RecordSerializer
+from signaller.wire.source_block import SourceBlock
 
 __all__ = ["DispatchedChange", "EventCounter", "EventDispatcher", "RowPlan", "TransactionId"]
 
@@ -143,12 +144,14 @@ class _TransactionMetadata:
         return transaction_block(self.transaction_id(self.xid, lsn or 0), self.total, self.per_table[table])
 
 
-def _record_serializer(config: SignallerConfig) -> RecordSerializer | AvroRecordSerializer:
-    """The session's one record serializer: JsonConverter's, or the Avro converters' (registry from ``config``)."""
+def _record_serializer(config: SignallerConfig, source_block: SourceBlock | None = None,
+                       ) -> RecordSerializer | AvroRecordSerializer:
+    """The session's one record serializer: JsonConverter's, or the Avro converters' (registry from ``config``), with
+    the source's ``source`` block (None: the built-in PostgreSQL one)."""
     if not config.connector.avro:
         return RecordSerializer(topic_prefix=config.topics.prefix, database=config.database.dbname,
                                 schemas_enable=config.connector.value_schemas_enable,
-                                key_schemas_enable=config.connector.key_schemas_enable)
+                                key_schemas_enable=config.connector.key_schemas_enable, source_block=source_block)
     channels = {c.value for c in config.notifications.enabled_channels}
     topics = config.topics
     return AvroRecordSerializer(
@@ -156,7 +159,7 @@ def _record_serializer(config: SignallerConfig) -> RecordSerializer | AvroRecord
         topic_for=topics.topic_for, heartbeat_topic=topics.heartbeat_topic, transaction_topic=topics.transaction_topic,
         notification_topic=config.notifications.sink_topic_name if "sink" in channels else None,
         schema_names=config.types.schema_name_adjustment_mode.value,
-        field_names=config.types.field_name_adjustment_mode.value)
+        field_names=config.types.field_name_adjustment_mode.value, source_block=source_block)
 
 
 class EventDispatcher:
@@ -164,13 +167,14 @@ class EventDispatcher:
 
     ``stats.events`` counts the change events sent; with ``count_by_table`` the dispatcher also
     counts them per (table, op) for :meth:`take_event_counts`. ``transaction_id`` is the source's
-    transaction id text (``Source.transaction_id``). ``on_change`` (tests, tools) is
+    transaction id text (``Source.transaction_id``), ``source_block`` its ``source`` block
+    (``Source.source_block``; None: the built-in PostgreSQL one). ``on_change`` (tests, tools) is
     called after each change event was handed to the sink.
     """
 
     def __init__(self, config: SignallerConfig, sink: KafkaSink, checkpoint: Checkpoint, stats: EventCounter, *,
                  transaction_id: TransactionId, count_by_table: bool = False,
-                 on_change: Callable[[Any], None] | None = None) -> None:
+                 on_change: Callable[[Any], None] | None = None, source_block: SourceBlock | None = None) -> None:
         self._config = config
         self._sink = sink
         self._checkpoint = checkpoint
@@ -178,7 +182,7 @@ class EventDispatcher:
         self._count_by_table = count_by_table
         self._event_counts: dict[tuple[str, str], int] = {}
         self._on_change = on_change
-        self._serializer = _record_serializer(config)
+        self._serializer = _record_serializer(config, source_block)
         self._outputs: dict[int, _TableOutput] = {}
         self._tombstones = config.events.tombstones_on_delete
         self._transaction_id = transaction_id

@@ -20,16 +20,23 @@ reader at the stored
 position, and hands the chunk reader and the schema provider to the snapshot engine. Everything is
 called from the capture loop's thread; no implementation needs to be thread-safe.
 
+Positions: every source numbers its log with one ``int`` that grows with the log (PostgreSQL: the
+LSN; MariaDB: ``(binlog file number << 32) | byte position``): what transactions, checkpoints and
+the offset record carry. What else a source needs to resume (MariaDB: the GTID set, the file name)
+it keeps beside the position in its own offset keys (:meth:`Source.offset_keys`), stored with the
+position and handed back to :meth:`LogReader.open`. The wire format's ``source`` block is the
+source's too (:attr:`Source.source_block`; PostgreSQL's is the wire format's built-in one).
+
 Restart: nothing here keeps state a restart needs. Resume state lives in the offset store (the
-stream position and ``SnapshotState``: the queue, the maximum key and the last key emitted); a new
-session builds new instances and starts from there. Errors: database failures are
+stream position, the source's offset keys and ``SnapshotState``: the queue, the maximum key and the
+last key emitted); a new session builds new instances and starts from there. Errors: database failures are
 :class:`~signaller.errors.SourceError` (transient or terminal by type); a failed chunk query is
 :class:`ChunkQueryError`. This module holds only neutral value types and interfaces: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -285,9 +292,10 @@ class LogReader(Protocol[ItemT_co]):
     worth a new session).
     """
 
-    def open(self, start_position: int, /) -> None:
+    def open(self, start_position: int, offset_keys: Mapping[str, Any] | None = None, /) -> None:
         """Connect and start streaming after ``start_position`` (0: wherever the source's own durable
-        position is)."""
+        position is); ``offset_keys`` are the source's keys stored with that position
+        (:meth:`Source.offset_keys`), None when there are none (a first start, or a source without)."""
         ...
 
     def poll(self, max_items: int, timeout_s: float) -> Sequence[ItemT_co]:
@@ -353,6 +361,21 @@ class Source(Protocol[ChangeT_co]):
         """Check the source can be captured and set up what streaming needs (PostgreSQL: logical
         decoding, the publication, the replication slot); the captured tables, sorted. Raises
         ``SourceError`` (transient when worth a new session, e.g. a slot in use)."""
+        ...
+
+    @property
+    def source_block(self) -> Any:
+        """The ``source`` block of this connector's events: a
+        :class:`~signaller.wire.source_block.SourceBlock` (its Connect schema and per-event values), or
+        None for the wire format's built-in layout (PostgreSQL's ``io.debezium.connector.postgresql.Source``).
+        Typed ``Any`` here because this module imports nothing from the wire format."""
+        ...
+
+    def offset_keys(self, position: int, /) -> dict[str, Any] | None:
+        """The source's own offset keys (Debezium's names) to store with the committed ``position`` (a
+        :class:`TransactionCommit`'s ``end_lsn``, the start position, or a :attr:`LogReader.stream_end`
+        this session's log reported), handed back to :meth:`LogReader.open` after a restart; None when
+        the position alone resumes the source (the offset record then has the PostgreSQL keys). Pure."""
         ...
 
     def transaction_id(self, xid: int, position: int, /) -> str:

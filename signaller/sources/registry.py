@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from signaller.config import SignallerConfig
+from signaller.config.binlog import MARIADB_CONNECTOR, MYSQL_CONNECTOR
 from signaller.config.sections import PG_CONNECTOR
 from signaller.errors import ConfigError
 from signaller.model import TableId
@@ -38,7 +39,19 @@ def _postgres() -> SourceKind:
     return SourceKind(PostgresSource, postgres_write_signal)
 
 
-SOURCES: dict[str, Callable[[], SourceKind]] = {PG_CONNECTOR: _postgres}
+def _mariadb() -> SourceKind:
+    from signaller.sources.mariadb.source import MariaDbSource
+
+    def no_signal_writer(config: SignallerConfig, table: TableId, signal: dict[str, Any]) -> None:
+        raise ConfigError("connector.class", config.connector.connector_class,
+                          "a PostgreSQL connector for 'signaller signal send' (MariaDB's signal-table writer is not "
+                          "available yet; use the kafka, file or http signal channel)")
+
+    return SourceKind(MariaDbSource, no_signal_writer)
+
+
+SOURCES: dict[str, Callable[[], SourceKind]] = {PG_CONNECTOR: _postgres, MARIADB_CONNECTOR: _mariadb,
+                                                MYSQL_CONNECTOR: _mariadb}
 """The entry points of each supported ``connector.class`` (Debezium's connector class names)."""
 
 

@@ -196,18 +196,24 @@ class TableFragments:
 
     def value(self, event: ChangeEvent, before_json: bytes, after_json: bytes, ts_us_now: int,
               transaction: Mapping[str, Any] | None) -> bytes:
-        """The value record of ``event`` around its already rendered row images."""
+        """The value record of ``event`` around its already rendered row images (the built-in ``source`` block)."""
+        return self.value_with_source(event.op, before_json, after_json, self.source(event, ts_us_now), ts_us_now,
+                                      transaction)
+
+    def value_with_source(self, op: Op, before_json: bytes, after_json: bytes, source_json: bytes, ts_us_now: int,
+                          transaction: Mapping[str, Any] | None) -> bytes:
+        """The value record of an ``op`` event around its already rendered row images and ``source`` block."""
         return b"".join((
             self.value_head,
             before_json,
             b',"after":',
             after_json,
             b',"source":',
-            self.source(event, ts_us_now),
+            source_json,
             b',"transaction":',
             b"null" if transaction is None else dumps(transaction_payload(transaction)),
             b',"op":',
-            OP_JSON[event.op],
+            OP_JSON[op],
             b',"ts_ms":%d,"ts_us":%d,"ts_ns":%d' % (ts_us_now // 1000, ts_us_now, ts_us_now * 1000),
             self.value_tail,
         ))

@@ -51,6 +51,7 @@ from signaller.wire.connect import (
 )
 from signaller.wire.envelope import CONNECTOR, DEBEZIUM_VERSION, RowChange
 from signaller.wire.serializer import Record
+from signaller.wire.source_block import SourceBlock
 
 __all__ = ["AvroRecordSerializer", "AvroTableSerializer", "SchemaIds"]
 
@@ -100,13 +101,13 @@ class AvroTableSerializer:
     and envelope rules are those of :class:`~signaller.wire.envelope.EnvelopeSerializer`.
     """
 
-    __slots__ = ("_key", "_key_fields", "_position", "_row", "_source_db", "_source_head", "_source_table",
-                 "_tx_parts", "_value_id",
+    __slots__ = ("_block", "_block_row", "_key", "_key_fields", "_position", "_row", "_source_db", "_source_head",
+                 "_source_table", "_tx_parts", "_value_id",
                  "envelope_schema", "key_schema", "table", "topic", "value_names", "value_schema")
 
     def __init__(self, table: TableSchema, codecs: Mapping[str, ColumnCodec], *, topic: str, topic_prefix: str,
                  database: str, ids: SchemaIds, schema_names: str = "none", field_names: str = "none",
-                 connector_version: str = DEBEZIUM_VERSION) -> None:
+                 connector_version: str = DEBEZIUM_VERSION, source_block: SourceBlock | None = None) -> None:
         missing = [column.name for column in table.columns if column.name not in codecs]
         if missing:
             msg = f"no codec for column(s) {missing} of {table.table_id}"
@@ -129,7 +130,14 @@ class AvroTableSerializer:
                                    optional=True)
         self.key_schema = (struct(names["Key"], [field(renamed[n], codecs[n].schema) for n in key_names],
                                   optional=False) if key_names else None)
-        self.envelope_schema = envelope_schema(names["Envelope"], self.value_schema)
+        self._block = source_block
+        self._block_row: _RowEncoder | None = None
+        if source_block is None:
+            self.envelope_schema = envelope_schema(names["Envelope"], self.value_schema)
+        else:
+            self.envelope_schema = envelope_schema(names["Envelope"], self.value_schema, source_block.schema)
+            members = [member["field"] for member in source_block.schema["fields"]]
+            self._block_row = _RowEncoder(source_block.schema, members, {name: name for name in members})
         self._key = (_Encoded(self.key_schema, ids, topic, key=True, table=label)
                      if self.key_schema is not None else None)
         self._key_fields = tuple((name, renamed[name]) for name in key_names)
@@ -147,6 +155,10 @@ class AvroTableSerializer:
                   transaction: Mapping[str, Any] | None = None) -> tuple[bytes | None, bytes]:
         """Key and value records of a row event, streamed (``tx`` set) or snapshot READ."""
         tx = change.tx
+        if self._block_row is not None and tx is not None:
+            source = self._block_row.encode(self._block.streamed(change))  # type: ignore[union-attr]
+            return (self.serialize_key(change.after if change.after is not None else change.before),
+                    self._value(change.op, change.before, change.after, source, ts_us_now, transaction))
         if tx is None:
             event = change.event
             return self.serialize_key(event.after if event.after is not None else event.before), \
@@ -184,6 +196,9 @@ class AvroTableSerializer:
             msg = f"event of {event.table} given to the serializer of {self.table.table_id}"
             raise TerminalSinkError(msg)
         ts_us = ts_us_now if event.op is Op.READ else event.commit_ts_us
+        if self._block_row is not None:
+            source = self._block_row.encode(self._block.of_event(event, ts_us))  # type: ignore[union-attr]
+            return self._value(event.op, event.before, event.after, source, ts_us_now, transaction)
         incremental = event.snapshot == "incremental"
         source = self._source(ts_us, event.snapshot, event.last_commit_lsn, event.lsn,
                               None if incremental else event.tx_id, lsn_null=incremental)
@@ -269,12 +284,15 @@ class AvroRecordSerializer:
 
     ``topic_for`` names a table's topic (subjects follow it: ``<topic>-key``/``<topic>-value``); the
     heartbeat, transaction and notification topics name the subjects of those records, registered on
-    their first record. ``schema_names``/``field_names`` are the name adjustment modes.
+    their first record. ``schema_names``/``field_names`` are the name adjustment modes; ``source_block``
+    the source's ``source`` block (None: the built-in PostgreSQL one, rendered from byte fragments).
     """
 
     def __init__(self, *, topic_prefix: str, database: str, ids: SchemaIds, topic_for: Callable[[TableId], str],
                  heartbeat_topic: str, transaction_topic: str, notification_topic: str | None,
-                 schema_names: str = "none", field_names: str = "none") -> None:
+                 schema_names: str = "none", field_names: str = "none",
+                 source_block: SourceBlock | None = None) -> None:
+        self._block = source_block
         self._topic_prefix = topic_prefix
         self._database = database
         self._ids = ids
@@ -289,7 +307,8 @@ class AvroRecordSerializer:
         """The records of one table schema version; registers its schemas (may raise the registry's errors)."""
         return AvroTableSerializer(schema, codecs, topic=self._topic_for(schema.table_id),
                                    topic_prefix=self._topic_prefix, database=self._database, ids=self._ids,
-                                   schema_names=self._schema_names, field_names=self._field_names)
+                                   schema_names=self._schema_names, field_names=self._field_names,
+                                   source_block=self._block)
 
     def _encoded(self, kind: str, node: Mapping[str, Any], *, key: bool) -> _Encoded:
         encoded = self._fixed.get((kind, key))

@@ -269,12 +269,15 @@ NOTIFICATION_VALUE_SCHEMA: Final = {
 }
 
 
-def envelope_schema(name: str, value_schema: dict[str, Any]) -> dict[str, Any]:
-    """Envelope version 2: before, after, source, transaction, op, ts_ms, ts_us, ts_ns."""
+def envelope_schema(name: str, value_schema: dict[str, Any],
+                    source_schema: Mapping[str, Any] = SOURCE_SCHEMA) -> dict[str, Any]:
+    """Envelope version 2: before, after, source, transaction, op, ts_ms, ts_us, ts_ns; ``source_schema`` is the
+    connector's ``source`` struct (a source's :class:`~signaller.wire.source_block.SourceBlock`; default: the
+    built-in one)."""
     fields = [
         field("before", value_schema),
         field("after", value_schema),
-        field("source", SOURCE_SCHEMA),
+        field("source", source_schema),
         field("transaction", TRANSACTION_BLOCK_SCHEMA),
         field("op", primitive("string", optional=False)),
         field("ts_ms", primitive("int64", optional=True)),

@@ -36,6 +36,7 @@ from signaller.wire._fast import CONNECTOR, FastRenderer, StreamPosition, TableF
 from signaller.wire.columns import CodecProvider, ColumnCodec
 from signaller.wire.connect import envelope_schema, field, struct
 from signaller.wire.jackson import dumps, schema_prefix
+from signaller.wire.source_block import SourceBlock
 
 __all__ = [
     "CONNECTOR",
@@ -131,12 +132,16 @@ class EnvelopeSerializer:
     any order, missing columns null) and are the reference the fast renderings are tested
     against. Both assemble records from JSON fragments rendered once per table around the
     per-event parts, so the bytes are exactly those of rendering the whole record at once; the
-    fragments and the fast renderer are private (``signaller.wire._fast``). Not thread-safe
+    fragments and the fast renderer are private (``signaller.wire._fast``). ``source_block`` is the
+    source's own ``source`` block (:class:`~signaller.wire.source_block.SourceBlock`); None is the
+    built-in (PostgreSQL) layout and its byte templates. With a source block the same methods render
+    its values instead (rows projected onto the payload columns, no templates). Not thread-safe
     once :meth:`serialize` or :meth:`serialize_streamed` was called (they cache the current
     transaction's source block); build one per thread.
     """
 
     __slots__ = (
+        "_block",
         "_fast",
         "_fragments",
         "_value_names",
@@ -157,6 +162,7 @@ class EnvelopeSerializer:
         schemas_enable: bool = True,
         key_schemas_enable: bool | None = None,
         connector_version: str = DEBEZIUM_VERSION,
+        source_block: SourceBlock | None = None,
     ) -> None:
         missing = [column.name for column in table.columns if column.name not in codecs]
         if missing:
@@ -180,7 +186,9 @@ class EnvelopeSerializer:
             struct(f"{base}.Key", [field(name, codecs[name].schema) for name in key_names], optional=False)
             if key_names else None
         )
-        self.envelope_schema = envelope_schema(f"{base}.Envelope", self.value_schema)
+        self._block = source_block
+        self.envelope_schema = (envelope_schema(f"{base}.Envelope", self.value_schema) if source_block is None
+                                else envelope_schema(f"{base}.Envelope", self.value_schema, source_block.schema))
         key_schemas = schemas_enable if key_schemas_enable is None else key_schemas_enable
         self._fragments = TableFragments(
             table.table_id,
@@ -205,6 +213,7 @@ class EnvelopeSerializer:
         schemas_enable: bool = True,
         key_schemas_enable: bool | None = None,
         connector_version: str = DEBEZIUM_VERSION,
+        source_block: SourceBlock | None = None,
     ) -> EnvelopeSerializer:
         """Ask ``provider`` (a source's type mapping, e.g. PostgreSQL's ``TypeModes``) for each
         column's codec, then build the serializer."""
@@ -217,6 +226,7 @@ class EnvelopeSerializer:
             schemas_enable=schemas_enable,
             key_schemas_enable=key_schemas_enable,
             connector_version=connector_version,
+            source_block=source_block,
         )
 
     @property
@@ -236,6 +246,11 @@ class EnvelopeSerializer:
         are. ``transaction`` is the event's ``transaction`` block, if any.
         """
         tx = change.tx
+        if self._block is not None:
+            if tx is None:
+                return self._with_block(change.event, ts_us_now, transaction)
+            return self._render_with_block(change.op, change.before, change.after, self._block.streamed(change),
+                                           ts_us_now, transaction)
         if tx is not None:
             return self._fast.streamed(change.op, change.before, change.after, change.lsn,  # type: ignore[arg-type]
                                        tx, ts_us_now=ts_us_now, transaction=transaction)
@@ -252,6 +267,9 @@ class EnvelopeSerializer:
         ``ChangeEvent(Op.READ, table, None, after, lsn, None, last_commit_lsn, None, any, snapshot)``.
         The record's constant part is rendered once per ``(last_commit_lsn, lsn, snapshot)``, so the
         READs of one window cost only their row and their timestamps."""
+        if self._block is not None:
+            return self._with_block(ChangeEvent(Op.READ, self.table.table_id, None, dict(after), lsn, None,
+                                                last_commit_lsn, None, ts_us_now, snapshot), ts_us_now, None)
         return self._fast.read(after, last_commit_lsn, lsn, snapshot, ts_us_now=ts_us_now)
 
     def serialize_key(self, row_values: Mapping[str, Any] | None) -> bytes | None:
@@ -273,10 +291,35 @@ class EnvelopeSerializer:
         if event.table != self.table.table_id:
             msg = f"event of {event.table} given to the serializer of {self.table.table_id}"
             raise TerminalSinkError(msg)
+        if self._block is not None:
+            return self._with_block(event, ts_us_now, transaction)[1]
         truncate = event.op is Op.TRUNCATE
         before = b"null" if truncate or event.before is None else dumps(self._row(event.before))
         after = b"null" if truncate or event.after is None else dumps(self._row(event.after))
         return self._fragments.value(event, before, after, ts_us_now, transaction)
+
+    def _with_block(self, event: ChangeEvent, ts_us_now: int,
+                    transaction: Mapping[str, Any] | None) -> tuple[bytes | None, bytes]:
+        """Key and value of ``event`` with the source's ``source`` block (``_block`` is set)."""
+        if event.op is Op.MESSAGE:
+            msg = "logical decoding messages (op 'm') are not table change events"
+            raise TerminalSinkError(msg)
+        if event.table != self.table.table_id:
+            msg = f"event of {event.table} given to the serializer of {self.table.table_id}"
+            raise TerminalSinkError(msg)
+        ts_us = ts_us_now if event.op is Op.READ else event.commit_ts_us
+        source = self._block.of_event(event, ts_us)  # type: ignore[union-attr]
+        return self._render_with_block(event.op, event.before, event.after, source, ts_us_now, transaction)
+
+    def _render_with_block(self, op: Op, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None,
+                           source: Mapping[str, Any], ts_us_now: int,
+                           transaction: Mapping[str, Any] | None) -> tuple[bytes | None, bytes]:
+        if op is Op.TRUNCATE:
+            before = after = None
+        before_json = b"null" if before is None else dumps(self._row(before))
+        after_json = b"null" if after is None else dumps(self._row(after))
+        value = self._fragments.value_with_source(op, before_json, after_json, dumps(source), ts_us_now, transaction)
+        return self._fragments.key(after if after is not None else before), value
 
     def serialize_streamed(
         self,
@@ -296,8 +339,12 @@ class EnvelopeSerializer:
         position.commit_ts_us), ...)``, provided ``before``/``after`` hold exactly
         :attr:`value_names` in that order (as the streaming reader's rows do): they are rendered
         as they are. The source block is rendered once per ``position`` (the transaction: an
-        immutable object, recognised by identity) and operation.
+        immutable object, recognised by identity) and operation. The built-in ``source`` block only
+        (``TerminalSinkError`` with a source block: use :meth:`serialize`).
         """
+        if self._block is not None:
+            msg = "serialize_streamed renders the built-in source block; a source block's changes go through serialize"
+            raise TerminalSinkError(msg)
         return self._fast.streamed(op, before, after, lsn, position, ts_us_now=ts_us_now, transaction=transaction)
 
     def tombstone_value(self) -> None:

@@ -26,6 +26,7 @@ from signaller.wire.records import (
     transaction_end_value,
     transaction_key,
 )
+from signaller.wire.source_block import SourceBlock
 
 __all__ = ["Record", "RecordSerializer"]
 
@@ -37,15 +38,17 @@ class RecordSerializer:
     """JsonConverter bytes of every record the sidecar writes, for one set of converter options.
 
     ``schemas_enable`` is ``value.converter.schemas.enable``, ``key_schemas_enable``
-    ``key.converter.schemas.enable`` (change-event keys only). Immutable; each :meth:`table` call
+    ``key.converter.schemas.enable`` (change-event keys only); ``source_block`` the source's ``source``
+    block (None: the built-in PostgreSQL one). Immutable; each :meth:`table` call
     builds a new :class:`~signaller.wire.envelope.EnvelopeSerializer` (callers cache it per table
     schema).
     """
 
-    __slots__ = ("_database", "_key_schemas", "_schemas", "_topic_prefix")
+    __slots__ = ("_block", "_database", "_key_schemas", "_schemas", "_topic_prefix")
 
     def __init__(self, *, topic_prefix: str, database: str, schemas_enable: bool = True,
-                 key_schemas_enable: bool | None = None) -> None:
+                 key_schemas_enable: bool | None = None, source_block: SourceBlock | None = None) -> None:
+        self._block = source_block
         self._topic_prefix = topic_prefix
         self._database = database
         self._schemas = schemas_enable
@@ -54,7 +57,8 @@ class RecordSerializer:
     def table(self, schema: TableSchema, codecs: Mapping[str, ColumnCodec]) -> EnvelopeSerializer:
         """The change-event serializer of one table schema (``codecs``: each column's codec)."""
         return EnvelopeSerializer(schema, codecs, topic_prefix=self._topic_prefix, database=self._database,
-                                  schemas_enable=self._schemas, key_schemas_enable=self._key_schemas)
+                                  schemas_enable=self._schemas, key_schemas_enable=self._key_schemas,
+                                  source_block=self._block)
 
     def heartbeat(self, ts_ms: int) -> Record:
         """A heartbeat record ``{serverName}`` → ``{ts_ms}`` (``ts_ms``: now, in ms)."""

@@ -130,11 +130,13 @@ def test_json_content_is_detected_without_json_extension(tmp_path: Path) -> None
     assert cfg.topics.prefix == "dbserver1"
 
 
-def test_connector_class_must_be_debeziums_postgres_connector() -> None:
-    error = only_problem({"connector.class": "io.debezium.connector.mysql.MySqlConnector"})
+def test_connector_class_must_be_a_connector_signaller_implements() -> None:
+    # issue 16: the MariaDB and MySQL connectors are implemented; Oracle's is not.
+    error = only_problem({"connector.class": "io.debezium.connector.oracle.OracleConnector"})
     assert error.key == "connector.class"
-    assert error.value == "io.debezium.connector.mysql.MySqlConnector"
+    assert error.value == "io.debezium.connector.oracle.OracleConnector"
     assert "io.debezium.connector.postgresql.PostgresConnector" in error.accepted
+    assert "io.debezium.connector.mariadb.MariaDbConnector" in error.accepted
 
 
 def test_json_objects_as_values_and_duplicate_keys_are_problems(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import logging
 import select
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -233,8 +233,9 @@ class PostgresLogReader(LogReader[Item]):
         return self._last_commit_lsn
 
     # -- lifecycle ------------------------------------------------------------------------
-    def open(self, start_lsn: int) -> None:
-        """Connect and start streaming after ``start_lsn`` (0: from the slot's position)."""
+    def open(self, start_lsn: int, offset_keys: Mapping[str, Any] | None = None) -> None:
+        """Connect and start streaming after ``start_lsn`` (0: from the slot's position); PostgreSQL has no
+        ``offset_keys`` (the LSN is the whole position)."""
         dsn = self._config.database.libpq_dsn()
         try:
             self._conn = psycopg2.connect(dsn, connection_factory=psycopg2.extras.LogicalReplicationConnection)

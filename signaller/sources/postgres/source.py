@@ -81,6 +81,13 @@ class PostgresSource(Source[Change]):
                  len(tables), replication.publication_name, replication.slot_name)
         return tables
 
+    source_block = None
+    """PostgreSQL's ``source`` block is the wire format's built-in one."""
+
+    def offset_keys(self, position: int, /) -> None:
+        """None: the LSN alone resumes the slot (the offset record keeps Debezium's PostgreSQL keys)."""
+        return None
+
     transaction_id = staticmethod(postgres_transaction_id)
     """Debezium's PostgreSQL transaction id ``<xid>:<LSN>`` (the function itself: one call per event)."""
 

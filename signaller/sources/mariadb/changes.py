@@ -1,0 +1,157 @@
+"""MariaDB row changes as the capture loop and the wire format take them: the transaction (:class:`BinlogTx`),
+the change (:class:`BinlogChange`), and each table's plan (:class:`TablePlan`: its columns' codecs and
+converters, built from ``information_schema`` by :class:`TablePlans`).
+
+A plan is built the first time a table's rows are seen and kept until :meth:`TablePlans.forget` (a DDL
+statement in the binlog: the next rows re-read the table's columns; the columns are those of the catalog
+at that moment, not of the binlog's point in time, until DDL parsing and a schema history exist). Key =
+``message.key.columns`` for the table if set, else the primary key. Columns are captured per
+``column.include.list``/``column.exclude.list`` on ``db.table.column``. Nothing survives a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from signaller.config import SignallerConfig
+from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
+from signaller.sources.mariadb.catalog import SYSTEM_DATABASES, Catalog
+from signaller.sources.mariadb.values import TypeModes, column_codec
+from signaller.wire.columns import ColumnCodec
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogTx:
+    """One binlog transaction as its changes refer to it (the serializers' ``StreamPosition``): ``xid`` the GTID
+    as a number (``positions.gtid_number``), ``gtid`` its text, ``file`` the binlog file it is in, the commit
+    time (µs; the GTID event's, seconds precision), the previous transaction's end position, the server that
+    wrote it and its begin position."""
+
+    xid: int
+    gtid: str
+    file: str
+    commit_ts_us: int
+    last_commit_lsn: int | None
+    server_id: int
+    begin_position: int
+
+
+class BinlogChange:
+    """One row change of a binlog rows event: the neutral change the capture loop dispatches, plus what the
+    ``source`` block needs (``pos`` of the rows event, ``row`` index in it, ``query``, event time and server)."""
+
+    __slots__ = ("_built", "after", "before", "lsn", "op", "plan", "pos", "query", "row", "server_id", "table",
+                 "ts_us", "tx")
+
+    def __init__(self, plan: TablePlan, op: Op, before: dict[str, Any] | None, after: dict[str, Any] | None,
+                 lsn: int, tx: BinlogTx | None, pos: int = 0, row: int = 0, query: str | None = None,
+                 ts_us: int = 0, server_id: int = 0) -> None:
+        self.plan, self.table, self.op, self.before, self.after = plan, plan.table_id, op, before, after
+        self.lsn, self.tx, self.pos, self.row, self.query = lsn, tx, pos, row, query
+        self.ts_us, self.server_id = ts_us, server_id
+        self._built: ChangeEvent | None = None
+
+    @property
+    def event(self) -> ChangeEvent:
+        """The change as a ``ChangeEvent`` (made on first use; ``tx_id`` None: the GTID is not an int64)."""
+        event = self._built
+        if event is None:
+            tx = self.tx
+            event = self._built = ChangeEvent(
+                self.op, self.table, self.before, self.after, self.lsn, None if tx is None else self.lsn,
+                None if tx is None else tx.last_commit_lsn, None,
+                self.ts_us or (tx.commit_ts_us if tx is not None else 0))
+        return event
+
+    @classmethod
+    def from_event(cls, plan: TablePlan, event: ChangeEvent) -> BinlogChange:
+        """``event`` (a snapshot READ, say) as a change of ``plan``'s table, without a transaction: its
+        :attr:`event` is ``event`` itself."""
+        change = cls(plan, event.op, event.before, event.after, event.lsn or 0, None, ts_us=event.commit_ts_us)
+        change._built = event
+        return change
+
+
+Convert = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """How one table's binlog rows become change-event rows: its schema (captured columns), codecs and the
+    ``(name, convert)`` of each captured column in table order."""
+
+    table_id: TableId
+    schema: TableSchema
+    codecs: dict[str, ColumnCodec]
+    converters: tuple[tuple[str, Convert], ...]
+
+    @property
+    def row_columns(self) -> tuple[str, ...]:
+        """The keys of the rows this plan builds, in order."""
+        return tuple(name for name, _ in self.converters)
+
+    def row(self, values: dict[str, Any]) -> dict[str, Any]:
+        """One row image from the binlog client's ``{column: value}``."""
+        return {name: None if (value := values.get(name)) is None else convert(value)
+                for name, convert in self.converters}
+
+    def changes(self, event: Any, tx: BinlogTx, lsn: int, pos: int, query: str | None) -> Iterator[BinlogChange]:
+        """The changes of one binlog rows event (write, update or delete) of this table."""
+        ts_us, server = event.timestamp * 1_000_000, event.packet.server_id
+        kind = type(event).__name__
+        for index, row in enumerate(event.rows):
+            if kind == "WriteRowsEvent":
+                op, before, after = Op.CREATE, None, self.row(row["values"])
+            elif kind == "DeleteRowsEvent":
+                op, before, after = Op.DELETE, self.row(row["values"]), None
+            else:
+                op, before, after = Op.UPDATE, self.row(row["before_values"]), self.row(row["after_values"])
+            yield BinlogChange(self, op, before, after, lsn, tx, pos, index, query, ts_us, server)
+
+
+class TablePlans:
+    """The plans of the captured tables, built on first use from the catalog (see the module docstring)."""
+
+    def __init__(self, config: SignallerConfig, catalog: Catalog, modes: TypeModes) -> None:
+        self._config = config
+        self._catalog = catalog
+        self._modes = modes
+        self._plans: dict[TableId, TablePlan | None] = {}
+
+    def is_captured(self, table: TableId) -> bool:
+        """Whether ``table``'s changes are captured: not a system database, the database lists, then the table
+        lists (``signal.data.collection`` always)."""
+        if table.schema.lower() in SYSTEM_DATABASES:
+            return False
+        binlog = self._config.binlog
+        if binlog.database_include_list and not any(p.fullmatch(table.schema) for p in binlog.database_include_list):
+            return table == self._config.snapshot.signal_data_collection
+        if any(p.fullmatch(table.schema) for p in binlog.database_exclude_list):
+            return table == self._config.snapshot.signal_data_collection
+        return self._config.is_table_captured(table.schema, table.table)
+
+    def plan(self, table: TableId) -> TablePlan | None:
+        """The plan of ``table``, None if it is not captured (or no longer exists)."""
+        if table in self._plans:
+            return self._plans[table]
+        plan = self._build(table) if self.is_captured(table) else None
+        self._plans[table] = plan
+        return plan
+
+    def forget(self) -> None:
+        """Drop every plan (after DDL): the next rows re-read their table's columns."""
+        self._plans.clear()
+
+    def _build(self, table: TableId) -> TablePlan | None:
+        columns = self._catalog.columns(table)
+        if not columns:
+            return None
+        capture = self._config.capture
+        captured = [c for c in columns if capture.is_column_captured(table.schema, table.table, c.name)]
+        key = capture.key_columns_for(table.schema, table.table) or self._catalog.primary_key(table)
+        codecs = {c.name: column_codec(c, self._modes) for c in captured}
+        model = tuple(Column(c.name, 0, c.data_type, optional=c.nullable, is_key=c.name in key) for c in captured)
+        return TablePlan(table, TableSchema(table, model, tuple(k for k in key if k in codecs)), codecs,
+                         tuple((c.name, codecs[c.name].convert) for c in captured))
