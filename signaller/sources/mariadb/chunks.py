@@ -171,6 +171,7 @@ class MariaDbChunkReader(ChunkReader):
         view is taken when it starts (before this returns), so rows fetched later are as of now and the close
         watermark may be written once this returns. ``ChunkQueryError`` if the query fails."""
         doing = f"reading a chunk of {table.schema}.{table.name}"
+        cursor: Any = None
         try:
             sql = chunk_query(table, lower, upper, limit)
             if self._cursor_conn is None or not self._cursor_conn.open:
@@ -180,10 +181,9 @@ class MariaDbChunkReader(ChunkReader):
             cursor.execute(sql)
             rows = _raw(cursor.fetchmany(first))
         except pymysql.MySQLError as exc:
-            self._abandon_cursor()
+            self._abandon_cursor(cursor)
             raise ChunkQueryError(str(translate(exc, doing))) from exc
         except SourceError as exc:
-            self._abandon_cursor()
             raise ChunkQueryError(str(exc)) from exc
         if len(rows) < first:
             with contextlib.suppress(Exception):
@@ -191,8 +191,12 @@ class MariaDbChunkReader(ChunkReader):
             return rows, None
         return rows, _CursorRest(self, cursor, doing)
 
-    def _abandon_cursor(self) -> None:
-        """Drop the streaming connection (an unfinished unbuffered result cannot be left on it)."""
+    def _abandon_cursor(self, cursor: Any = None) -> None:
+        """Drop the streaming connection (an unfinished unbuffered result cannot be left on it), and tell
+        ``cursor``'s result it has nothing more to read (else PyMySQL would read it from the closed socket)."""
+        result = getattr(cursor, "_result", None)
+        if result is not None:
+            result.unbuffered_active = False
         conn, self._cursor_conn = self._cursor_conn, None
         with contextlib.suppress(Exception):
             if conn is not None:
@@ -269,8 +273,8 @@ class _CursorRest(ChunkRest):
         try:
             rows = _raw(self._cursor.fetchmany(count))
         except pymysql.MySQLError as exc:
-            self._cursor = None
-            self._reader._abandon_cursor()
+            cursor, self._cursor = self._cursor, None
+            self._reader._abandon_cursor(cursor)
             raise ChunkQueryError(str(translate(exc, self._doing))) from exc
         if len(rows) < count:
             cursor, self._cursor = self._cursor, None
@@ -282,4 +286,4 @@ class _CursorRest(ChunkRest):
         """Abandon the rest: an unfinished result is dropped with its connection; never raises."""
         cursor, self._cursor = self._cursor, None
         if cursor is not None:
-            self._reader._abandon_cursor()
+            self._reader._abandon_cursor(cursor)
