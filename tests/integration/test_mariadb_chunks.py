@@ -18,6 +18,7 @@ import pytest
 from devtools.settings import StackSettings
 from signaller.config import load_config
 from signaller.model import TableId
+from signaller.signals.mariadb_filters import compile_mariadb_filter
 from signaller.sources.base import ChunkQueryError, ChunkTable, Key, RawRow
 from signaller.sources.mariadb.chunk_sql import chunk_query
 from signaller.sources.mariadb.chunks import MariaDbChunkReader, transaction_number
@@ -238,3 +239,27 @@ def test_signals_are_written_as_rows(endpoint: Endpoint, sql: Any, name: str) ->
                                                  "data": {"data-collections": [f"{DB}.x"]}})
     sql.execute(f"SELECT id, type, data FROM `{table.replace('`', '``')}`")
     assert sql.fetchall() == (("s'1\\", "execute-snapshot", '{"data-collections": ["inventory.x"]}'),)
+
+
+def test_checked_filters_run_on_mariadb_with_the_meaning_they_were_checked_for(endpoint: Endpoint,
+                                                                               reader: MariaDbChunkReader, sql: Any,
+                                                                               name: str) -> None:
+    sql.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, `Label` varchar(10), `pct%` int, day date)")
+    sql.executemany(f"INSERT INTO {name} VALUES (%s, %s, %s, %s)",
+                    [(i, ["a%b", "A_c", "it's", "x\\y"][i % 4], i, dt.date(2026, 1, 1 + i % 28)) for i in range(40)])
+    provider: MariaDbSchemaProvider[Any] = MariaDbSchemaProvider(endpoint, load_config(None, REQUIRED).capture,
+                                                                 lambda event, info: (event, info))
+    info = provider.describe(TableId(DB, name))
+    assert info is not None
+    provider.close()
+    cases = {
+        "label like 'a!%%' escape '!'": [i for i in range(40) if i % 4 == 0],
+        "label = 'it\\'s' and `pct%` % 3 = 0": [i for i in range(40) if i % 4 == 2 and i % 3 == 0],
+        "label = \"x\\\\y\" or day between '2026-01-02' and date_add('2026-01-01', interval 1 day)":
+            [i for i in range(40) if i % 4 == 3 or i % 28 == 1],
+        "not (id in (1, 2, 3) || id >= 5)": [0, 4],
+    }
+    for text, expected in cases.items():
+        normalized = "(" + compile_mariadb_filter(text, info.sql_types) + ")"
+        table = ChunkTable(DB, name, ("id",), (("id", "int(11)"),), normalized)
+        assert [int(r[0]) for r in scan(reader, table, 7)] == expected, normalized
