@@ -35,13 +35,16 @@ import itertools
 import re
 from collections import deque
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 from pglast import ast, parser
 from pglast.enums import A_Expr_Kind, BoolTestType, SQLValueFunctionOp
 from pglast.stream import RawStream
 
 from signaller.errors import SignalError
+from signaller.signals.filter_text import MAX_LENGTH, Category, check_text, columns_text
+from signaller.signals.filter_text import filter_error as _error
+from signaller.signals.filter_text import show as _show
 
 __all__ = [
     "CAST_TYPES",
@@ -53,15 +56,11 @@ __all__ = [
     "type_category",
 ]
 
-MAX_LENGTH = 65536
-"""Longest filter text accepted, in characters."""
 MAX_DEPTH = 104
 """Deepest syntax tree accepted, counted as the nesting of PostgreSQL's parse tree in its JSON form (an
 operator takes 2 levels, a function call 3, so about 48 nested operators or 32 nested calls; AND/OR chains,
 IN lists and redundant parentheses take none). pglast builds, prints and the checker walks trees
 recursively; this keeps each far below Python's recursion limit wherever ``compile_filter`` is called."""
-
-Category = Literal["boolean", "number", "text", "datetime", "interval", "uuid", "other", "unknown"]
 
 _COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
 OPERATORS: Mapping[str, Category] = {
@@ -136,8 +135,6 @@ _PREDICATES: Mapping[A_Expr_Kind, frozenset[str]] = {
 }
 """The predicates written as operators in the tree, with the operator names the grammar gives them."""
 _PREFIX = "SELECT WHERE "
-_SHOWN_CHARS = 40
-_SHOWN_COLUMNS = 60
 
 ACCEPTED = (
     "a boolean expression over the table's columns: comparisons (= <> != < <= > >=), AND, OR, NOT, "
@@ -174,12 +171,7 @@ def compile_filter(text: str, sql_types: Mapping[str, str]) -> str:
     when combining it with other conditions. Never raises anything but ``SignalError``, whatever ``text`` is;
     the work is bounded by ``MAX_LENGTH`` and ``MAX_DEPTH``.
     """
-    if not isinstance(text, str):
-        raise SignalError(f"filter: expected a string, got {type(text).__name__}; accepted: {ACCEPTED}")
-    if len(text) > MAX_LENGTH:
-        raise SignalError(f"filter: {len(text)} characters long; accepted: at most {MAX_LENGTH} characters")
-    if not text.strip():
-        raise SignalError(f"filter: empty; accepted: {ACCEPTED}")
+    check_text(text, ACCEPTED)
     try:
         where = _parse(text)
         _Checker(text, sql_types).condition(where, "the filter", len(text) - len(text.lstrip()))
@@ -204,25 +196,8 @@ def type_category(pg_type: str) -> Category:
 # --- parsing ---------------------------------------------------------------------------------------------------
 
 
-def _error(text: str, problem: str, pos: int | None, accepted: str) -> NoReturn:
-    """Raise the ``SignalError`` for ``problem`` at 0-based character ``pos`` of ``text`` (None: its end)."""
-    if pos is None or pos >= len(text.rstrip()):
-        where = "" if "end of input" in problem else " at the end of the filter"
-    else:
-        pos = max(pos, 0)
-        where = f" at character {pos + 1} ({_show(text[pos:pos + _SHOWN_CHARS])})"
-    raise SignalError(f"filter: {problem}{where}; accepted: {accepted}")
-
-
-def _show(snippet: str) -> str:
-    return repr(snippet if len(snippet) < _SHOWN_CHARS else snippet[:_SHOWN_CHARS] + "...")
-
-
 def _parse(text: str) -> ast.Node:
     """PostgreSQL's syntax tree of the condition ``text``; refuses what is not one expression."""
-    nul = text.find("\x00")
-    if nul >= 0:
-        _error(text, "a NUL character", nul, "text without NUL characters")
     query = _PREFIX + text
     try:
         tokens = parser.scan(query)
@@ -488,12 +463,7 @@ class _Checker:
         self.fail(f"unknown column {name!r}{hint}", node, self.columns_text(), near)
 
     def columns_text(self) -> str:
-        names = list(self.sql_types)
-        if not names:
-            return "columns of the table, which has none"
-        shown = ", ".join(names[:_SHOWN_COLUMNS])
-        more = f" and {len(names) - _SHOWN_COLUMNS} more" if len(names) > _SHOWN_COLUMNS else ""
-        return f"columns of the table: {shown}{more}"
+        return columns_text(self.sql_types)
 
     @staticmethod
     def constant(node: Any) -> Category:

@@ -26,6 +26,7 @@ from signaller.sources.postgres.catalog import connect, translate
 from signaller.sources.postgres.chunk_sql import chunk_query, count_query, max_key_query
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
 from signaller.sources.postgres.sqltext import quote_ident, quote_literal
+from signaller.sources.watermarks import debezium_metadata_text
 
 RAW_TEXT = psycopg2.extensions.new_type(
     tuple(psycopg2.extensions.string_types), "SIGNALLER_RAW_TEXT", lambda value, _cursor: value)
@@ -255,9 +256,3 @@ class _CursorRest(ChunkRest):
                 cursor.close()
             self._reader._abandon_cursor()
 
-
-def debezium_metadata_text(metadata: dict[str, Any]) -> str:
-    """Debezium's watermark ``data`` text: keys in order, ``": "`` and ``", "`` spacing, nulls
-    omitted (``{"openWindowTimestamp": "...", "closeWindowTimestamp": "...", ...}``)."""
-    parts = [f"{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()}" for k, v in metadata.items() if v is not None]
-    return "{" + ", ".join(parts) + "}"

@@ -1,0 +1,289 @@
+"""MariaDB's chunk reader for incremental snapshots: max keys, chunks, and the watermarks.
+
+``MariaDbChunkReader`` implements :class:`signaller.sources.base.ChunkReader` on PyMySQL, with the SQL of
+``chunk_sql`` (keyset pages compared and ordered by the server under the key's collation). Values come
+back as the server's text (bytes as their hex text), the :data:`~signaller.sources.base.RawRow` the schema
+provider's ``TableRows.row`` parses.
+
+Watermarks are rows of the signal table (``signal.data.collection``, ``<database>.<table>``), as
+Debezium's MySQL and MariaDB connectors write them: ``INSERT`` of ``<chunk>-open`` /
+``snapshot-window-open`` and ``<chunk>-close`` / ``snapshot-window-close`` (``insert_insert``), or the
+close as a ``DELETE`` of the open row (``insert_delete``); each commits (autocommit) before returning.
+MariaDB has no transactional log message, so without a signal table only the read-only mode works.
+
+Read-only mode (``read.only=true``, nothing written): :meth:`MariaDbChunkReader.read_chunk_visible` reads
+the chunk in ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, whose binlog position MariaDB reports
+exactly (``binlog_snapshot_file``/``_position``: every transaction committed before it is visible, none
+after), and maps it to a GTID position with ``BINLOG_GTID_POS``. That position is both the visibility
+(:class:`GtidVisibility`) and the high watermark: once the stream has passed it, every change the chunk
+saw has been streamed. Debezium's MySQL read-only mode reads ``Executed_Gtid_Set`` before and after the
+chunk instead, which brackets the snapshot; MariaDB's consistent-snapshot position is exact, so no
+second read and no re-read are needed.
+
+Large chunks (:meth:`MariaDbChunkReader.read_chunk_streaming`) are read through an unbuffered cursor
+(PyMySQL ``SSCursor``) on a second connection, whose ``net_write_timeout`` is long enough for the
+engine to fetch the rest in slices between stream batches. Not thread-safe; keeps no state a restart needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from signaller.errors import SourceError, TerminalSourceError
+from signaller.model import TableId
+from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkTable, Key, RawRow
+from signaller.sources.mariadb.chunk_sql import chunk_query, count_query, max_key_query, quote_ident, quote_literal
+from signaller.sources.mariadb.connection import Endpoint, connect, translate
+from signaller.sources.watermarks import debezium_metadata_text
+
+__all__ = ["GtidVisibility", "MariaDbChunkReader", "binlog_position", "parse_gtid_position", "transaction_number"]
+
+CURSOR_WRITE_TIMEOUT_S = 3600
+"""``net_write_timeout`` of the streaming connection: how long the server waits for the engine to fetch
+the next slice of a chunk (MariaDB's default, 60 s, would end the read between slow stream batches)."""
+_GTID = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
+
+
+def transaction_number(domain: int, sequence: int) -> int:
+    """The transaction number a MariaDB transaction ``domain-server-sequence`` has in the stream
+    (``TransactionBegin.xid``, ``ChangeEvent.tx_id``): the domain in the high bits, its sequence below,
+    so numbers of one domain are ordered like its binlog."""
+    return (domain << 64) | sequence
+
+
+def binlog_position(file: str, position: int) -> int:
+    """A binlog file and offset as one integer ordered like the log: the file's number (its name's
+    numeric suffix, ``mariadb-bin.000042`` → 42) in the high bits, the offset below."""
+    number = file.rsplit(".", 1)[-1]
+    if not number.isdigit():
+        raise TerminalSourceError(f"binlog file name {file!r} has no numeric suffix (expected <base>.<number>)")
+    return (int(number) << 32) | position
+
+
+def parse_gtid_position(text: str) -> dict[int, int]:
+    """A GTID position (``0-1-100,1-2-7``: one ``domain-server-sequence`` per domain) as ``{domain: sequence}``;
+    ``SourceError`` for any other text."""
+    position: dict[int, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        match = _GTID.fullmatch(part)
+        if match is None:
+            raise TerminalSourceError(f"GTID position {text!r} is not domain-server-sequence[,...]")
+        position[int(match[1])] = int(match[3])
+    return position
+
+
+@dataclass(frozen=True)
+class GtidVisibility:
+    """The transactions a consistent-snapshot read saw: those at or before its GTID position, per domain
+    (the :class:`~signaller.sources.base.TransactionVisibility` of MariaDB's read-only snapshots)."""
+
+    position: dict[int, int]
+
+    def sees(self, tx_id: int) -> bool:
+        """Whether transaction ``tx_id`` (a :func:`transaction_number`) committed before the read's snapshot."""
+        return (tx_id & ((1 << 64) - 1)) <= self.position.get(tx_id >> 64, 0)
+
+
+def _raw(rows: Iterable[Sequence[Any]]) -> list[RawRow]:
+    """Rows with bytes as their hex text (the server sends binary columns as bytes)."""
+    return [tuple(v.hex() if isinstance(v, bytes) else v for v in row) for row in rows]
+
+
+class MariaDbChunkReader(ChunkReader):
+    """Chunk reads and watermark writes on one autocommit connection (see the module docstring and
+    :class:`~signaller.sources.base.ChunkReader` for the contract)."""
+
+    def __init__(self, endpoint: Endpoint, signal_table: TableId | None, strategy: str,
+                 position_of: Callable[[str, int], int] = binlog_position) -> None:
+        """Connect (at the first call) to ``endpoint``; watermarks go to ``signal_table`` with Debezium's
+        ``incremental.snapshot.watermarking.strategy`` ``strategy``; ``position_of`` maps a binlog file and
+        offset to the stream's integer position (the read-only high watermark)."""
+        self._endpoint = endpoint
+        self._signal_table = signal_table
+        self._strategy = strategy
+        self._position_of = position_of
+        self._conn: Any = None
+        self._cursor_conn: Any = None
+
+    def _connection(self) -> Any:
+        if self._conn is None or not self._conn.open:
+            self._conn = connect(self._endpoint, "connecting for incremental snapshots")
+        return self._conn
+
+    def close(self) -> None:
+        """Close the connections if open; never raises, and the next call connects again."""
+        for conn in (self._conn, self._cursor_conn):
+            with contextlib.suppress(Exception):
+                if conn is not None:
+                    conn.close()
+        self._conn = self._cursor_conn = None
+
+    def _run(self, doing: str, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` (no parameter list: statements are written whole) and return its rows;
+        ``SourceError`` naming ``doing``."""
+        try:
+            with self._connection().cursor() as cur:
+                cur.execute(sql)
+                return list(cur.fetchall()) if cur.description else []
+        except pymysql.MySQLError as exc:
+            if self._conn is not None and not self._conn.open:
+                self._conn = None
+            raise translate(exc, doing) from exc
+
+    # -- reads ----------------------------------------------------------------------------
+    def max_key(self, table: ChunkTable) -> Key | None:
+        """The chunk key of the table's last row in the server's key order (within its filter), None if
+        no row matches; ``ChunkQueryError`` if the query fails."""
+        try:
+            rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table))
+        except SourceError as exc:
+            raise ChunkQueryError(str(exc)) from exc
+        return _raw(rows)[0] if rows else None
+
+    def count_rows(self, table: ChunkTable, upper: Key) -> int:
+        """The rows with ``key <= upper`` within the table's filter (an exact count)."""
+        try:
+            rows = self._run(f"counting the rows of {table.schema}.{table.name}", count_query(table, upper))
+        except SourceError as exc:
+            raise ChunkQueryError(str(exc)) from exc
+        return int(rows[0][0])
+
+    def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> list[RawRow]:
+        """At most ``limit`` rows with ``lower < key <= upper`` in key order: the table's columns then the
+        chunk key, every value as the server's text; ``ChunkQueryError`` if the query fails."""
+        sql = chunk_query(table, lower, upper, limit)
+        try:
+            return _raw(self._run(f"reading a chunk of {table.schema}.{table.name}", sql))
+        except SourceError as exc:
+            raise ChunkQueryError(str(exc)) from exc
+
+    def read_chunk_streaming(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
+                             first: int) -> tuple[list[RawRow], ChunkRest | None]:
+        """The chunk :meth:`read_chunk` reads, through an unbuffered cursor on a second connection: its first
+        ``first`` rows now and, when there may be more, the rest to fetch later. The statement's InnoDB read
+        view is taken when it starts (before this returns), so rows fetched later are as of now and the close
+        watermark may be written once this returns. ``ChunkQueryError`` if the query fails."""
+        doing = f"reading a chunk of {table.schema}.{table.name}"
+        cursor: Any = None
+        try:
+            sql = chunk_query(table, lower, upper, limit)
+            if self._cursor_conn is None or not self._cursor_conn.open:
+                self._cursor_conn = connect(self._endpoint, "connecting for incremental snapshot chunks",
+                                            net_write_timeout=CURSOR_WRITE_TIMEOUT_S)
+            cursor = self._cursor_conn.cursor(pymysql.cursors.SSCursor)
+            cursor.execute(sql)
+            rows = _raw(cursor.fetchmany(first))
+        except pymysql.MySQLError as exc:
+            self._abandon_cursor(cursor)
+            raise ChunkQueryError(str(translate(exc, doing))) from exc
+        except SourceError as exc:
+            raise ChunkQueryError(str(exc)) from exc
+        if len(rows) < first:
+            with contextlib.suppress(Exception):
+                cursor.close()  # the result is complete: closing reads nothing more
+            return rows, None
+        return rows, _CursorRest(self, cursor, doing)
+
+    def _abandon_cursor(self, cursor: Any = None) -> None:
+        """Drop the streaming connection (an unfinished unbuffered result cannot be left on it), and tell
+        ``cursor``'s result it has nothing more to read (else PyMySQL would read it from the closed socket)."""
+        result = getattr(cursor, "_result", None)
+        if result is not None:
+            result.unbuffered_active = False
+        conn, self._cursor_conn = self._cursor_conn, None
+        with contextlib.suppress(Exception):
+            if conn is not None:
+                conn.close()
+
+    def read_chunk_visible(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                           limit: int) -> tuple[list[RawRow], GtidVisibility, int]:
+        """Read-only watermarking (nothing is written): the chunk read in one consistent snapshot, the GTID
+        position of that snapshot (what it saw) and the snapshot's binlog position as the high watermark
+        (see the module docstring); ``ChunkQueryError`` if the read fails or the server has no GTIDs."""
+        doing = f"reading a chunk of {table.schema}.{table.name}"
+        try:
+            sql = chunk_query(table, lower, upper, limit)
+            with self._connection().cursor() as cur:
+                try:
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+                    cur.execute("SHOW SESSION STATUS WHERE Variable_name IN "
+                                "('binlog_snapshot_file', 'binlog_snapshot_position')")
+                    status = {name.lower(): value for name, value in cur.fetchall()}
+                    file, offset = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
+                    if not file or offset is None:
+                        raise TerminalSourceError("MariaDB reports no binlog snapshot position: read-only "
+                                                  "snapshots need the binary log (log_bin)")
+                    cur.execute(f"SELECT BINLOG_GTID_POS({quote_literal(file)}, {int(offset)})")
+                    gtid = cur.fetchone()[0]
+                    cur.execute(sql)
+                    rows = _raw(cur.fetchall())
+                finally:
+                    with contextlib.suppress(pymysql.MySQLError):
+                        cur.execute("COMMIT")
+        except pymysql.MySQLError as exc:
+            if self._conn is not None and not self._conn.open:
+                self._conn = None
+            raise ChunkQueryError(str(translate(exc, doing))) from exc
+        except SourceError as exc:
+            raise ChunkQueryError(f"{doing}: {exc}") from exc
+        if gtid is None:
+            raise ChunkQueryError(f"{doing}: MariaDB has no GTID for binlog position {file}:{offset} "
+                                  "(BINLOG_GTID_POS is NULL): read-only snapshots need GTIDs")
+        try:
+            return rows, GtidVisibility(parse_gtid_position(gtid)), self._position_of(file, int(offset))
+        except SourceError as exc:
+            raise ChunkQueryError(f"{doing}: {exc}") from exc
+
+    # -- watermarks -----------------------------------------------------------------------
+    def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
+        """Write and commit the open or close watermark of ``chunk_id`` into the signal table (``DELETE`` of
+        the open row for an ``insert_delete`` close); ``SourceError`` without a signal table or on failure."""
+        if self._signal_table is None:
+            raise TerminalSourceError("incremental snapshots of MariaDB write their watermarks into the signal "
+                                      "table: set signal.data.collection (<database>.<table>), or read.only=true")
+        kind = "open" if is_open else "close"
+        target = f"{quote_ident(self._signal_table.schema)}.{quote_ident(self._signal_table.table)}"
+        if not is_open and self._strategy == "insert_delete":
+            opened = quote_literal(f"{chunk_id}-open")
+            self._run("closing a snapshot window", f"DELETE FROM {target} WHERE id = {opened}")
+            return
+        values = (f"{chunk_id}-{kind}", f"snapshot-window-{kind}", debezium_metadata_text(metadata))
+        self._run("writing a watermark", f"INSERT INTO {target} VALUES ({', '.join(map(quote_literal, values))})")
+
+
+class _CursorRest(ChunkRest):
+    """The rest of a chunk on ``MariaDbChunkReader``'s streaming connection (see ``read_chunk_streaming``)."""
+
+    def __init__(self, reader: MariaDbChunkReader, cursor: Any, doing: str) -> None:
+        self._reader = reader
+        self._cursor: Any = cursor
+        self._doing = doing
+
+    def fetch(self, count: int) -> list[RawRow]:
+        """The next ``count`` rows at most; fewer means the chunk is complete (the cursor is closed then)."""
+        if self._cursor is None:
+            return []
+        try:
+            rows = _raw(self._cursor.fetchmany(count))
+        except pymysql.MySQLError as exc:
+            cursor, self._cursor = self._cursor, None
+            self._reader._abandon_cursor(cursor)
+            raise ChunkQueryError(str(translate(exc, self._doing))) from exc
+        if len(rows) < count:
+            cursor, self._cursor = self._cursor, None
+            with contextlib.suppress(Exception):
+                cursor.close()
+        return rows
+
+    def close(self) -> None:
+        """Abandon the rest: an unfinished result is dropped with its connection; never raises."""
+        cursor, self._cursor = self._cursor, None
+        if cursor is not None:
+            self._reader._abandon_cursor(cursor)
