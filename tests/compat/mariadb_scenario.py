@@ -156,6 +156,7 @@ def connector_properties(env: MariaDbEnv, tables: Tables, names: Names) -> dict[
         "snapshot.mode": "no_data",
         "schema.history.internal.kafka.topic": names.history_topic,
         "schema.history.internal.store.only.captured.databases.ddl": "true",
+        "schema.history.internal.store.only.captured.tables.ddl": "true",
         "signal.data.collection": tables.qualified(names.signal_table),
         "incremental.snapshot.chunk.size": str(CHUNK_SIZE),
         "notification.enabled.channels": "sink",
