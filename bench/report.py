@@ -17,7 +17,7 @@ from bench.stats import Figure
 
 SIGNALLER = "signaller"
 DEBEZIUM = "Debezium"
-SECTION_ORDER = ("streaming", "snapshot", "apply", "rss_mb")
+SECTION_ORDER = ("streaming", "snapshot", "apply", "mariadb", "rss_mb")
 """The order of the sections in the Markdown summary (others follow in the document's order)."""
 
 
@@ -79,6 +79,10 @@ def comparisons(document: dict[str, Any]) -> list[Comparison]:
                    "snapshot.debezium_live_p50_ms_during", None, False),
         Comparison(f"snapshot: live p99 during a chunk-1024 snapshot ({live:,}/s)", "snapshot.live_p99_ms_during",
                    "snapshot.debezium_live_p99_ms_during", "snapshot.vs_debezium_live_p99_during", False),
+        Comparison("MariaDB streaming: binlog catch-up throughput", "mariadb.streaming_max_changes_per_s",
+                   "mariadb.debezium_streaming_max_changes_per_s", "mariadb.vs_debezium_streaming", True),
+        Comparison("MariaDB snapshot: whole table, rows/s", "mariadb.snapshot_rows_per_s",
+                   "mariadb.debezium_snapshot_rows_per_s", "mariadb.vs_debezium_snapshot", True),
         Comparison("peak RSS: streaming throughput run", "rss_mb.sidecar", "rss_mb.debezium_connect", None, False),
         Comparison("peak RSS: snapshot session", "rss_mb.sidecar_snapshot", "rss_mb.debezium_connect_snapshot",
                    None, False),
@@ -131,6 +135,13 @@ def spread(fig: Figure | None) -> str:
     if fig is None or fig.get("median") is None:
         return "-"
     return f"{fmt(fig['median'])} [{fmt(fig['min'])}–{fmt(fig['max'])}]"
+
+
+def measured(fig: Figure | None) -> str:
+    """:func:`spread`, or ``n/a: <note>`` for a figure that could not be measured (null median with a note)."""
+    if fig is not None and fig.get("median") is None and fig.get("note"):
+        return f"n/a: {fig['note']}"
+    return spread(fig)
 
 
 def ratio_cell(document: dict[str, Any], row: Comparison) -> tuple[str, float | None]:
@@ -190,8 +201,8 @@ def render_markdown(document: dict[str, Any]) -> str:
             assert ours is not None and theirs is not None
             text, value = ratio_cell(document, row)
             unit = _cell(str(ours.get("unit", "")))
-            lines.append(f"| {_cell(row.label)} | {spread(ours)} | {spread(theirs)} | {unit} | {text} | "
-                         f"{verdict(value, row.higher_is_better)} |")
+            lines.append(f"| {_cell(row.label)} | {_cell(measured(ours))} | {_cell(measured(theirs))} | {unit} | "
+                         f"{text} | {verdict(value, row.higher_is_better)} |")
         lines.append("")
     formats = format_comparisons(document)
     if formats:
@@ -255,6 +266,10 @@ def chart_panels(document: dict[str, Any]) -> list[Panel]:
                                            ("deletion vectors", "apply.changes_per_s_dv")]),
             ("apply backfill\nrows/s", [(SIGNALLER, "apply.backfill_rows_per_s")]),
             ("apply re-snapshot\nrows/s", [(SIGNALLER, "apply.resnapshot_rows_per_s")]),
+            ("MariaDB streaming\nchanges/s", [(SIGNALLER, "mariadb.streaming_max_changes_per_s"),
+                                               (DEBEZIUM, "mariadb.debezium_streaming_max_changes_per_s")]),
+            ("MariaDB snapshot\nrows/s", [(SIGNALLER, "mariadb.snapshot_rows_per_s"),
+                                           (DEBEZIUM, "mariadb.debezium_snapshot_rows_per_s")]),
         ]),
         ("Latency p99, commit → consumer (log scale)", "ms", True, [
             (f"streaming\nat {k}/s", [(SIGNALLER, f"streaming.p99_ms_at_{k}"),

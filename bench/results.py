@@ -1,7 +1,7 @@
 """The results files: ``bench/results/<UTC timestamp>.json``, ``.md`` and ``.png``, and ``latest.*``.
 
-Layout: one object whose keys are *sections* (``streaming``, ``snapshot``, ``apply``; Debezium's
-figures are in the first two, prefixed ``debezium_``) plus ``rss_mb``, ``machine`` and ``runs``.
+Layout: one object whose keys are *sections* (``streaming``, ``snapshot``, ``apply``, ``mariadb``;
+Debezium's figures are in the first two and the last, prefixed ``debezium_``) plus ``rss_mb``, ``machine`` and ``runs``.
 A section maps figure names to figures (:data:`bench.stats.Figure`) and may hold a ``parameters``
 object describing how it was measured. ``bench/README.md`` documents every field.
 """

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.apply import ApplyOptions, run_apply
+from bench.mariadb import MariaDbOptions, run_mariadb
 from bench.options import DebeziumOptions, SnapshotOptions, StreamingOptions
 from bench.results import format_table, machine_info, write_results
 from bench.snapshot import run_snapshot
@@ -65,13 +66,23 @@ def _apply(settings: StackSettings, args: argparse.Namespace, log: Callable[[str
     return run_apply(settings, options, log)
 
 
-SECTIONS: dict[str, Section] = {"streaming": _streaming, "snapshot": _snapshot, "apply": _apply}
+def _mariadb(settings: StackSettings, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    import tempfile
+
+    options = MariaDbOptions(runs=args.runs, changes=args.mariadb_changes, snapshot_rows=args.mariadb_snapshot_rows,
+                             debezium=not args.no_debezium)
+    with tempfile.TemporaryDirectory(prefix="bench-mariadb-") as workdir:
+        return run_mariadb(settings, options, log, Path(workdir))
+
+
+SECTIONS: dict[str, Section] = {"streaming": _streaming, "snapshot": _snapshot, "apply": _apply, "mariadb": _mariadb}
 
 QUICK = {
     "runs": 1, "changes": 50_000, "duration": 5.0, "warmup": 1.0,
     "snapshot_rows": 100_000, "range_rows": 32_768, "chunk_sizes": [4096, 16384], "idle": 5.0,
     "apply_rows": 100_000, "apply_batches": [2_000, 20_000], "apply_warmup": 500, "e2e_window": 10.0,
     "e2e_warmup": 5.0, "debezium_changes": 20_000, "debezium_stock_changes": 0, "debezium_range_rows": 16_384,
+    "mariadb_changes": 20_000, "mariadb_snapshot_rows": 20_000,
 }
 """``--quick``: what changes (options given explicitly still win)."""
 DEFAULTS = {
@@ -79,6 +90,7 @@ DEFAULTS = {
     "snapshot_rows": 1_000_000, "range_rows": 131_072, "chunk_sizes": [4096, 65536], "idle": 10.0,
     "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 30.0,
     "e2e_warmup": 15.0, "debezium_changes": 100_000, "debezium_stock_changes": 20_000, "debezium_range_rows": 65_536,
+    "mariadb_changes": 100_000, "mariadb_snapshot_rows": 200_000,
 }
 
 
@@ -131,7 +143,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     group.add_argument("--e2e-rate", type=int, default=1_000, help="end-to-end writer's changes/s (default 1,000)")
     group.add_argument("--e2e-window", type=float, help="end-to-end: seconds per measured window (default 30)")
     group.add_argument("--e2e-warmup", type=float, help="end-to-end: seconds written before measuring (default 15)")
-    group = parser.add_argument_group("Debezium (in the streaming and snapshot sections)")
+    group = parser.add_argument_group("mariadb (the sidecar's MariaDB source and Debezium's MariaDB connector)")
+    group.add_argument("--mariadb-changes", type=int, help="binlog catch-up throughput: changes (default 100,000)")
+    group.add_argument("--mariadb-snapshot-rows", type=int, help="rows of the snapshotted table (default 200,000)")
+    group = parser.add_argument_group("Debezium (in the streaming, snapshot and mariadb sections)")
     group.add_argument("--no-debezium", action="store_true", help="run only the sidecar's workloads")
     group.add_argument("--debezium-changes", type=int,
                        help="streaming throughput: changes preloaded for Debezium (default 100,000)")

@@ -1,9 +1,12 @@
-"""The reference implementation beside the sidecar: Debezium's PostgreSQL connector in Kafka Connect
-standalone mode, against the local stack's PostgreSQL and Kafka.
+"""The reference implementation beside the sidecar: Debezium's PostgreSQL connector (or its MariaDB
+connector) in Kafka Connect standalone mode, against the local stack's PostgreSQL (or MariaDB) and Kafka.
 
 Jars: ``compose/local/debezium/pom.xml`` (Kafka's connect-runtime at the broker's version, the JSON
 converter, ``io.debezium:debezium-connector-postgres``) resolved from Maven Central by Maven and copied
-into ``<stack home>/debezium/libs`` once per pom version. Nothing from Debezium is in the repository.
+into ``<stack home>/debezium/libs`` once per pom version; for ``source="mariadb"``,
+``compose/local/debezium-mariadb/pom.xml`` (``io.debezium:debezium-connector-mariadb``, on a classpath of
+its own: see that pom for its version) into ``<stack home>/debezium/mariadb-libs``. Nothing from Debezium
+is in the repository.
 
 With ``avro_registry_url`` the worker writes Avro through Apicurio Registry's converter
 (:data:`APICURIO_CONVERTER`, version :data:`APICURIO_VERSION`, the registry's) in the Confluent wire format
@@ -24,13 +27,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from devtools import maven
 from devtools.processes import ServiceStartError, start_detached, stop_pid
@@ -46,7 +50,13 @@ APICURIO_JARS = tuple(f"io.apicurio:apicurio-registry-{module}:{APICURIO_VERSION
     "schema-resolver", "common"))
 """Apicurio's converter and what it needs of Apicurio's own modules (the Avro path only: the converter jar's
 JSON Schema and Protobuf converters stay unloadable, which Connect's plugin scan only logs)."""
+MARIADB_POM = REPO_ROOT / "compose" / "local" / "debezium-mariadb" / "pom.xml"
 CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
+MARIADB_CONNECTOR_CLASS = "io.debezium.connector.mariadb.MariaDbConnector"
+STREAMING_LOG_LINE = "BinlogStreamingChangeEventSource - Connected to binlog at"
+"""What the MariaDB connector logs once its binlog reader is connected (after its schema snapshot)."""
+Source = Literal["postgres", "mariadb"]
+"""Which database the worker's connector reads: it picks the pom, the jar directory and the defaults."""
 MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
@@ -55,14 +65,14 @@ class DebeziumConnectError(TerminalError):
     """The Connect worker or its connector failed; the message names the log file to read."""
 
 
-def libs_dir(settings: StackSettings) -> Path:
-    """Where the Connect worker's jars are copied."""
-    return settings.home / "debezium" / "libs"
+def libs_dir(settings: StackSettings, source: Source = "postgres") -> Path:
+    """Where the Connect worker's jars are copied (one directory per connector's pom)."""
+    return settings.home / "debezium" / ("libs" if source == "postgres" else "mariadb-libs")
 
 
-def prepare(settings: StackSettings) -> Path:
+def prepare(settings: StackSettings, source: Source = "postgres") -> Path:
     """Resolve and copy the jars (a no-op when the pom has not changed); return the directory."""
-    return maven.copy_dependencies(POM, libs_dir(settings))
+    return maven.copy_dependencies(POM if source == "postgres" else MARIADB_POM, libs_dir(settings, source))
 
 
 def prepare_avro(settings: StackSettings) -> list[Path]:
@@ -116,6 +126,33 @@ def connector_defaults(settings: StackSettings) -> dict[str, str]:
     }
 
 
+def unique_server_id() -> int:
+    """A ``database.server.id`` for one run: random in [10 000, 2^31), so two connectors reading the same
+    server's binlog at once (and the server itself, id 1) never share a replica id."""
+    return 10_000 + secrets.randbelow(2**31 - 10_000)
+
+
+def mariadb_connector_defaults(settings: StackSettings, topic_prefix: str) -> dict[str, str]:
+    """The connection half of a MariaDB connector config for the local stack's MariaDB: a server id of its
+    own, the stack's database, the schema history in the stack's Kafka (topic ``<prefix>.schema-history``),
+    the signal table ``<db>.debezium_signal`` and Debezium's default chunk size; the caller's properties
+    override any of them."""
+    return {
+        "connector.class": MARIADB_CONNECTOR_CLASS,
+        "database.hostname": "127.0.0.1",
+        "database.port": str(settings.mariadb_port),
+        "database.user": settings.mariadb_user,
+        "database.password": settings.mariadb_password,
+        "database.server.id": str(unique_server_id()),
+        "database.include.list": settings.mariadb_db,
+        "schema.history.internal.kafka.bootstrap.servers": settings.bootstrap_servers,
+        "schema.history.internal.kafka.topic": f"{topic_prefix}.schema-history",
+        "signal.data.collection": f"{settings.mariadb_db}.debezium_signal",
+        "incremental.snapshot.chunk.size": "1024",
+        "tasks.max": "1",
+    }
+
+
 def worker_properties(bootstrap_servers: str, offsets_file: Path, rest_port: int,
                       value_schemas: bool = True, flush_interval_ms: int = 1000) -> dict[str, str]:
     """A standalone worker writing JSON (with embedded schemas unless ``value_schemas`` is false)."""
@@ -145,12 +182,14 @@ def render_properties(values: Mapping[str, str]) -> str:
 
 
 class DebeziumConnect:
-    """One Kafka Connect standalone worker running one Debezium PostgreSQL connector.
+    """One Kafka Connect standalone worker running one Debezium PostgreSQL (or MariaDB) connector.
 
     ``connector`` holds the connector's own properties (``topic.prefix``, ``slot.name``, ...) on top of
-    :func:`connector_defaults`; ``name`` is the connector name. :meth:`start` returns once the connector
-    and its task are ``RUNNING`` (Debezium creates its replication slot before the task reports
-    running, so a change committed after :meth:`start` returns is captured). :meth:`stop` sends SIGTERM
+    :func:`connector_defaults` (``source="mariadb"``: :func:`mariadb_connector_defaults`, whose schema
+    history topic follows ``connector["topic.prefix"]``); ``name`` is the connector name. :meth:`start`
+    returns once the connector and its task are ``RUNNING`` (Debezium's PostgreSQL connector creates its
+    replication slot before the task reports running, so a change committed after :meth:`start` returns is
+    captured; the MariaDB connector only once :meth:`wait_streaming` returned). :meth:`stop` sends SIGTERM
     (Connect flushes offsets on a clean shutdown), then SIGKILL after the timeout. A second
     :meth:`start` with the same work directory resumes from the stored offsets. With ``avro_registry_url``
     (Apicurio's v3 API, ``StackSettings.registry_api_url``) keys and values are Avro through Apicurio's
@@ -159,14 +198,17 @@ class DebeziumConnect:
 
     def __init__(self, settings: StackSettings, connector: Mapping[str, str], work_dir: Path,
                  name: str = "debezium", heap: str = "-Xmx1g", value_schemas: bool = True,
-                 avro_registry_url: str | None = None) -> None:
+                 avro_registry_url: str | None = None, source: Source = "postgres") -> None:
         self.settings = settings
+        self.source = source
         self.name = name
         self.work_dir = work_dir
         self.heap = heap
         self.value_schemas = value_schemas
         self.avro_registry_url = avro_registry_url
-        self.connector = {**connector_defaults(settings), **connector, "name": name}
+        defaults = (connector_defaults(settings) if source == "postgres"
+                    else mariadb_connector_defaults(settings, connector.get("topic.prefix", name)))
+        self.connector = {**defaults, **connector, "name": name}
         self.log_file = work_dir / "connect.log"
         self.rest_port = 0
         self.pid: int | None = None
@@ -176,9 +218,12 @@ class DebeziumConnect:
     def start(self, timeout_s: float = 180.0) -> None:
         """Write the worker and connector files, start the JVM and wait until the task runs."""
         if self.avro_registry_url is None:
-            classpath = [prepare(self.settings) / "*"]
-        else:
+            classpath = [prepare(self.settings, self.source) / "*"]
+        elif self.source == "postgres":
             classpath = prepare_avro(self.settings)
+        else:
+            msg = "the Avro worker runs Debezium's PostgreSQL connector only"
+            raise DebeziumConnectError(msg)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.rest_port = free_port()
         worker = worker_properties(self.settings.bootstrap_servers, self.work_dir / "offsets.dat",
@@ -233,6 +278,21 @@ class DebeziumConnect:
             return self.log_file.read_text(errors="replace")
         except OSError:
             return ""
+
+    def wait_streaming(self, timeout_s: float = 120.0) -> None:
+        """Wait until the connector streams: for MariaDB, its binlog reader is connected (the task is
+        ``RUNNING`` before its schema snapshot, and changes committed before the snapshot's binlog position
+        are not captured with ``snapshot.mode=no_data``); for PostgreSQL, :meth:`start` already waited."""
+        if self.source == "postgres":
+            return
+        deadline = time.monotonic() + timeout_s
+        while STREAMING_LOG_LINE not in self.log_text():
+            if not self._alive():
+                raise ServiceStartError("Debezium Connect worker", "the process exited", self.log_file)
+            if time.monotonic() > deadline:
+                msg = f"connector {self.name} not streaming after {timeout_s:.0f}s; see {self.log_file}"
+                raise DebeziumConnectError(msg)
+            time.sleep(0.2)
 
     def _alive(self) -> bool:
         if self.pid is None:

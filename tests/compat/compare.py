@@ -220,24 +220,31 @@ class Difference:
 
 @dataclass(frozen=True)
 class Renames:
-    """One side's own names, replaced by placeholders before comparing."""
+    """One side's own names, replaced by placeholders before comparing. ``schema`` is the namespace
+    between the prefix and the table in topic names: ``public`` for PostgreSQL, the database for MariaDB."""
 
     prefix: str
     signal_table: str
+    schema: str = "public"
 
     def apply(self, text: str) -> str:
         return text.replace(self.signal_table, "<signal-table>").replace(self.prefix, "<prefix>")
 
 
 def topic_kind(topic: str, renames: Renames) -> str:
-    """``data:<table>``, ``signal``, ``notifications``, ``transaction`` or ``other:<topic>``."""
+    """``data:<table>``, ``signal``, ``notifications``, ``transaction``, ``schema-changes`` (the topic named
+    ``<prefix>``, MariaDB's schema-change topic), ``schema-history`` (``<prefix>.schema-history``) or
+    ``other:<topic>``."""
     name = renames.apply(topic)
-    if name == "<prefix>.public.<signal-table>":
+    data = f"<prefix>.{renames.schema}."
+    if name == data + "<signal-table>":
         return "signal"
-    if name.startswith("<prefix>.public."):
-        return "data:" + name.removeprefix("<prefix>.public.")
-    if name in ("<prefix>.notifications", "<prefix>.transaction"):
+    if name.startswith(data):
+        return "data:" + name.removeprefix(data)
+    if name in ("<prefix>.notifications", "<prefix>.transaction", "<prefix>.schema-history"):
         return name.removeprefix("<prefix>.")
+    if name == "<prefix>":
+        return "schema-changes"
     return "other:" + name
 
 
@@ -250,7 +257,7 @@ def own_transactions(records: list[dict[str, Any]]) -> set[str]:
         if payload.get("status") != "END":
             continue
         collections = {c.get("data_collection") for c in payload.get("data_collections") or ()}
-        if collections == {"public.<signal-table>"}:
+        if collections and all(str(c).endswith(".<signal-table>") for c in collections):
             own.add(str(payload.get("id", "")).split(":")[0])
     return own
 
@@ -281,8 +288,17 @@ def _without(records: list[Any], xids: set[str]) -> list[Any]:
 
 
 def _op(record: Any) -> str | None:
+    """A change event's ``op``; for a DDL record (schema-change topic, schema history), ``ddl`` or
+    ``ddl-snapshot`` when it comes from the connector's schema snapshot."""
     value = record.get("value") if isinstance(record, dict) else None
     payload = value.get("payload") if isinstance(value, dict) else None
+    if isinstance(value, dict) and "ddl" in value:  # a schema history record (no envelope)
+        position = value.get("position")
+        return "ddl-snapshot" if isinstance(position, dict) and "snapshot" in position else "ddl"
+    if isinstance(payload, dict) and "ddl" in payload:
+        source = payload.get("source")
+        snapshot = source.get("snapshot") if isinstance(source, dict) else None
+        return "ddl" if snapshot in (None, "false") else "ddl-snapshot"
     return payload.get("op") if isinstance(payload, dict) else None
 
 
@@ -304,9 +320,21 @@ def diff_values(left: Any, right: Any, path: str = "") -> Iterator[tuple[str, An
         yield path, left, right
 
 
+def without_empty_transactions(records: list[Any]) -> list[Any]:
+    """Transaction records less those of transactions with no captured event (an END with
+    ``event_count`` 0, or a BEGIN with no END): Debezium's MariaDB connector writes a BEGIN/END pair for
+    every transaction in the binlog, other databases' included, so on a shared server they depend on
+    what else runs."""
+    kept = {str(r["value"]["payload"]["id"]) for r in records
+            if r["value"]["payload"].get("status") == "END" and r["value"]["payload"].get("event_count")}
+    return [r for r in records if str(r["value"]["payload"]["id"]) in kept]
+
+
 def compare(debezium: dict[str, list[dict[str, Any]]], signaller: dict[str, list[dict[str, Any]]],
-            debezium_names: Renames, signaller_names: Renames) -> list[Difference]:
-    """All differences between two sides' topics (``topic -> [{"key", "value"}, ...]``)."""
+            debezium_names: Renames, signaller_names: Renames,
+            drop_empty_transactions: bool = False) -> list[Difference]:
+    """All differences between two sides' topics (``topic -> [{"key", "value"}, ...]``);
+    ``drop_empty_transactions``: compare only transactions with captured events (MariaDB)."""
     left = {topic_kind(t, debezium_names): (t, records) for t, records in debezium.items()}
     right = {topic_kind(t, signaller_names): (t, records) for t, records in signaller.items()}
     differences: list[Difference] = []
@@ -319,6 +347,8 @@ def compare(debezium: dict[str, list[dict[str, Any]]], signaller: dict[str, list
         b_records = [normalize(r, kind, signaller_names) for r in right[kind][1]]
         if kind == "transaction":
             a_records, b_records = (_without(records, own_transactions(records)) for records in (a_records, b_records))
+            if drop_empty_transactions:
+                a_records, b_records = without_empty_transactions(a_records), without_empty_transactions(b_records)
         for index in range(max(len(a_records), len(b_records))):
             a = a_records[index] if index < len(a_records) else ABSENT
             b = b_records[index] if index < len(b_records) else ABSENT

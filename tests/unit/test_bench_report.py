@@ -252,3 +252,45 @@ def test_write_results_keeps_the_avro_figures(tmp_path: Path) -> None:
     assert stored["streaming"]["avro_max_changes_per_s"]["values"] == [24_000, 25_000, 26_000]
     assert stored["snapshot"]["avro_best_rows_per_s"]["median"] == 93_000
     assert "## JSON vs Avro (signaller)" in (tmp_path / "latest.md").read_text()
+
+
+def test_mariadb_section_reports_the_missing_sidecar_as_null_with_its_reason() -> None:
+    from bench.mariadb import SIDECAR_MISSING, section
+
+    body = section(None, {"streaming": [9_000.0, 11_000.0, 10_000.0], "snapshot": [5_000.0, 6_000.0, 5_500.0]},
+                   {"changes": 100_000})
+    ours = body["streaming_max_changes_per_s"]
+    assert ours["median"] is None and ours["values"] == [] and ours["note"] == SIDECAR_MISSING
+    assert body["snapshot_rows_per_s"]["median"] is None
+    assert body["debezium_streaming_max_changes_per_s"]["median"] == 10_000
+    assert "vs_debezium_streaming" not in body  # no ratio without both sides
+    document = {"mariadb": body, "runs": {"count": 3}}
+    text = report.render_markdown(document)
+    row = next(line for line in text.splitlines() if line.startswith("| MariaDB streaming"))
+    assert f"n/a: {SIDECAR_MISSING}" in row and "10,000 [9,000–11,000]" in row
+    panels = report.chart_panels(document)
+    series = [name for _, _, _, groups in panels for _, named in groups for name, _ in named]
+    assert series == [report.DEBEZIUM, report.DEBEZIUM]  # the sidecar's null bars are left out
+    assert "mariadb.streaming_max_changes_per_s" in format_table_of(document)
+
+
+def format_table_of(document: dict[str, Any]) -> str:
+    from bench.results import format_table
+
+    return format_table(document)
+
+
+def test_mariadb_section_with_both_sides_has_per_run_ratios_and_chart_bars(tmp_path: Path) -> None:
+    from bench.mariadb import section
+
+    body = section({"streaming": [20_000.0, 30_000.0], "snapshot": [8_000.0, 9_000.0]},
+                   {"streaming": [10_000.0, 10_000.0], "snapshot": [4_000.0, 3_000.0]}, {})
+    assert body["vs_debezium_streaming"]["values"] == [2.0, 3.0]
+    assert body["vs_debezium_snapshot"]["values"] == [2.0, 3.0]
+    document = {"mariadb": body, "runs": {"count": 2, "started_utc": "2026-11-23T00:00:00Z"}}
+    row = next(line for line in report.render_markdown(document).splitlines() if line.startswith("| MariaDB snapshot"))
+    assert "2.50 [2.00–3.00]" in row and "signaller (2.50×)" in row
+    assert len(report.chart_panels(document)[0][3]) == 2
+    written = write_results(document, tmp_path)
+    assert json.loads((tmp_path / "latest.json").read_text())["mariadb"]["snapshot_rows_per_s"]["median"] == 8_500
+    assert any(path.suffix == ".png" for path in written)

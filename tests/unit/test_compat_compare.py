@@ -180,3 +180,56 @@ def test_registered_schemas_are_compared_subject_by_subject_under_renamed_names(
     assert [(d.index, d.path, d.debezium) for d in extra] == [(1, "schema", "<absent>")]
     missing = avro_output.compare_subjects(subject("dbz1", "a"), {}, DBZ, SIG)
     assert [(d.path, d.signaller) for d in missing] == [("<subject>", None)]
+
+
+def test_the_readme_mariadb_allow_list_is_the_code_allow_list() -> None:
+    from tests.compat.mariadb_compare import MARIADB_ALLOWED
+
+    section = README.read_text().split("## MariaDB compatibility", 1)[1].split("\n## ", 1)[0]
+    names = re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
+    assert names == [rule.name for rule in MARIADB_ALLOWED]
+
+
+def test_mariadb_topics_are_classified_by_database_and_ddl_records_by_origin() -> None:
+    from tests.compat.compare import _op, topic_kind
+    from tests.compat.mariadb_compare import mariadb_renames
+
+    names = mariadb_renames("mdb1dbz", "cmp_dbz_signal", "cmp_1")
+    assert topic_kind("mdb1dbz.cmp_1.cmp_types", names) == "data:cmp_types"
+    assert topic_kind("mdb1dbz.cmp_1.cmp_dbz_signal", names) == "signal"
+    assert topic_kind("mdb1dbz", names) == "schema-changes"
+    assert topic_kind("mdb1dbz.schema-history", names) == "schema-history"
+    assert topic_kind("mdb1dbz.other_db.t", names) == "other:<prefix>.other_db.t"
+    assert topic_kind("sig1.public.t", SIG) == "data:t"  # PostgreSQL: unchanged
+    change = {"value": {"payload": {"ddl": "CREATE TABLE t (a int)", "source": {"snapshot": "true"}}}}
+    assert _op(change) == "ddl-snapshot"
+    change["value"]["payload"]["source"]["snapshot"] = "false"
+    assert _op(change) == "ddl"
+    assert _op({"key": None, "value": {"ddl": "x", "position": {"file": "f", "snapshot": "INITIAL"}}}) == "ddl-snapshot"
+    assert _op({"key": None, "value": {"ddl": "x", "position": {"file": "f", "pos": 4}}}) == "ddl"
+
+
+def test_mariadb_comparison_drops_empty_transactions_and_allows_only_snapshot_ddl_positions() -> None:
+    from tests.compat.mariadb_compare import compare_mariadb, mariadb_renames
+
+    def tx(status: str, gtid: str, tables: list[str]) -> dict[str, Any]:
+        end = status == "END"
+        return {"key": {"payload": {"id": gtid}}, "value": {"payload": {
+            "status": status, "id": gtid, "event_count": len(tables) if end else None,
+            "data_collections": [{"data_collection": t, "event_count": 1} for t in tables] if end else None}}}
+
+    dbz, sig = mariadb_renames("mdbd", "dbz_signal", "db"), mariadb_renames("mdbs", "sig_signal", "db")
+    left = [tx("BEGIN", "0-1-5", []), tx("END", "0-1-5", []), tx("BEGIN", "0-1-6", []), tx("END", "0-1-6", ["db.t"]),
+            tx("BEGIN", "0-1-7", []), tx("END", "0-1-7", ["db.dbz_signal"])]
+    right = [tx("BEGIN", "0-1-6", []), tx("END", "0-1-6", ["db.t"]), tx("BEGIN", "0-1-9", [])]
+    assert compare_mariadb({"mdbd.transaction": left}, {"mdbs.transaction": right}, dbz, sig) == []
+    wrong = [tx("BEGIN", "0-1-6", []), tx("END", "0-1-6", ["db.u"])]
+    assert compare_mariadb({"mdbd.transaction": left}, {"mdbs.transaction": wrong}, dbz, sig)
+
+    def ddl(prefix: str, pos: int, snapshot: str) -> dict[str, Any]:
+        return {"key": {"payload": {"databaseName": "db"}}, "value": {"payload": {
+            "ddl": "ALTER TABLE t ADD COLUMN c int", "source": {"name": prefix, "pos": pos, "snapshot": snapshot}}}}
+
+    assert compare_mariadb({"mdbd": [ddl("mdbd", 1, "true")]}, {"mdbs": [ddl("mdbs", 2, "true")]}, dbz, sig) == []
+    streamed = compare_mariadb({"mdbd": [ddl("mdbd", 1, "false")]}, {"mdbs": [ddl("mdbs", 2, "false")]}, dbz, sig)
+    assert [d.path for d in streamed] == ["value.payload.source.pos"]
