@@ -55,13 +55,15 @@ class BinlogChange:
 
     @property
     def event(self) -> ChangeEvent:
-        """The change as a ``ChangeEvent`` (made on first use; ``tx_id`` None: the GTID is not an int64)."""
+        """The change as a ``ChangeEvent`` (made on first use; ``tx_id`` is the transaction's GTID as a number,
+        :func:`~signaller.sources.mariadb.positions.gtid_number`: what a read-only snapshot's visibility compares;
+        the wire format takes the GTID from the source block, never from ``tx_id``)."""
         event = self._built
         if event is None:
             tx = self.tx
             event = self._built = ChangeEvent(
                 self.op, self.table, self.before, self.after, self.lsn, None if tx is None else self.lsn,
-                None if tx is None else tx.last_commit_lsn, None,
+                None if tx is None else tx.last_commit_lsn, None if tx is None else tx.xid,
                 self.ts_us or (tx.commit_ts_us if tx is not None else 0))
         return event
 
