@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pymysqlreplication.constants.NONE_SOURCE import EMPTY_SET
+
 from signaller.config import SignallerConfig
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sources.mariadb.catalog import SYSTEM_DATABASES, Catalog
@@ -94,8 +96,11 @@ class TablePlan:
         """The keys of the rows this plan builds, in order."""
         return tuple(name for name, _ in self.converters)
 
-    def row(self, values: dict[str, Any]) -> dict[str, Any]:
-        """One row image from the binlog client's ``{column: value}``."""
+    def row(self, values: dict[str, Any], none_sources: dict[str, str] | None = None) -> dict[str, Any]:
+        """One row image from the binlog client's ``{column: value}``; ``none_sources`` is the client's reason per
+        None value: an empty ``SET`` (which it gives as None) is the empty set, not SQL NULL."""
+        if none_sources:
+            values = {**values, **{name: set() for name, why in none_sources.items() if why == EMPTY_SET}}
         return {name: None if (value := values.get(name)) is None else convert(value)
                 for name, convert in self.converters}
 
@@ -105,11 +110,13 @@ class TablePlan:
         kind = type(event).__name__
         for index, row in enumerate(event.rows):
             if kind == "WriteRowsEvent":
-                op, before, after = Op.CREATE, None, self.row(row["values"])
+                op, before, after = Op.CREATE, None, self.row(row["values"], row.get("none_sources"))
             elif kind == "DeleteRowsEvent":
-                op, before, after = Op.DELETE, self.row(row["values"]), None
+                op, before, after = Op.DELETE, self.row(row["values"], row.get("none_sources")), None
             else:
-                op, before, after = Op.UPDATE, self.row(row["before_values"]), self.row(row["after_values"])
+                op = Op.UPDATE
+                before = self.row(row["before_values"], row.get("before_none_sources"))
+                after = self.row(row["after_values"], row.get("after_none_sources"))
             yield BinlogChange(self, op, before, after, lsn, tx, pos, index, query, ts_us, server)
 
 
