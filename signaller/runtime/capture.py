@@ -114,7 +114,8 @@ class CaptureLoop:
         # schema provider on the reader's schema cache (one cache for stream and chunks).
         snapshots = SnapshotCoordinator(config, source.chunks, source.schemas, dispatcher, checkpoint, self.control,
                                         commit_now=lambda: self._commit(reader, sink, checkpoint, final=True),
-                                        status_changed=lambda: self._publish_status(snapshots))
+                                        status_changed=lambda: self._publish_status(snapshots),
+                                        compile_filter=source.compile_filter)
         self._snapshots = snapshots
         try:
             tables = source.prepare()

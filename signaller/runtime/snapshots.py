@@ -91,14 +91,14 @@ class SnapshotCoordinator:
     def __init__(self, config: SignallerConfig, chunks: ChunkReader, schemas: TableSchemaProvider[DispatchedChange],
                  dispatcher: EventDispatcher, checkpoint: Checkpoint, control: SidecarControl | None,
                  commit_now: Callable[[], None] | None = None,
-                 status_changed: Callable[[], None] | None = None) -> None:
+                 status_changed: Callable[[], None] | None = None, *,
+                 compile_filter: Callable[[str, dict[str, str]], str]) -> None:
         """``chunks`` and ``schemas`` are the source's chunk reader and schema provider (the latter on the
-        log reader's schema cache); the coordinator closes ``chunks``. READs and notifications go out
-        through ``dispatcher``, in ``checkpoint``'s groups; ``commit_now`` stores everything Kafka
+        log reader's schema cache), ``compile_filter`` the source's filter checker
+        (:meth:`~signaller.sources.base.Source.compile_filter`); the coordinator closes ``chunks``. READs and
+        notifications go out through ``dispatcher``, in ``checkpoint``'s groups; ``commit_now`` stores everything Kafka
         acknowledged (waiting for it); ``status_changed`` publishes the current status to ``control``
         (both from the capture loop)."""
-        from signaller.signals.filters import compile_filter
-
         self._config = config
         self._dispatcher = dispatcher
         self._checkpoint = checkpoint

@@ -363,6 +363,13 @@ class Source(Protocol[ChangeT_co]):
         """The tables as they are now, on the log reader's schema cache."""
         ...
 
+    def compile_filter(self, text: str, sql_types: Mapping[str, str], /) -> str:
+        """An ``additional-conditions`` filter checked against a table's columns (``sql_types``: column → the
+        source's type name, as :class:`TableDescription` has them) and returned as normalized SQL of the
+        source's dialect, safe to run without a parameter list; ``SignalError`` saying what is wrong with
+        any other text. Pure; never raises anything else."""
+        ...
+
     def prepare(self) -> list[TableId]:
         """Check the source can be captured and set up what streaming needs (PostgreSQL: logical
         decoding, the publication, the replication slot); the captured tables, sorted. Raises
