@@ -42,13 +42,15 @@ class RelationPlan:
     """How to turn one relation version's tuples into Debezium rows.
 
     ``schema`` holds only captured columns; ``slots`` lists ``(tuple index, name, convert,
-    placeholder)`` for each of them; ``codecs`` feeds the serializer.
+    placeholder, null value)`` for each of them (the null value: what a NULL becomes, None but in a
+    NOT NULL column, see :attr:`~signaller.wire.columns.ColumnCodec.null_value`); ``codecs`` feeds
+    the serializer.
     """
 
     table_id: TableId
     schema: TableSchema
     codecs: dict[str, ColumnCodec]
-    slots: tuple[tuple[int, str, Callable[[str], Any], Any], ...]
+    slots: tuple[tuple[int, str, Callable[[str], Any], Any, Any], ...]
     key_names: tuple[str, ...]
 
     @property
@@ -162,20 +164,21 @@ def make_plan(
     codecs = {c.name: codec_for(c, modes, str(table)) for c in captured}
     index = {name: i for i, name in enumerate(tuple_columns)}
     slots = tuple(
-        (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]))
+        (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]), codecs[c.name].null_value)
         for c in captured if codecs[c.name].emitted
     )
     return RelationPlan(table, narrowed, codecs, slots, narrowed.key_columns)
 
 
 def row_from_tuple(plan: RelationPlan, values: Any) -> dict[str, Any]:
-    """Convert one tuple of text values (None = SQL NULL) with ``plan``."""
+    """Convert one tuple of text values (None = SQL NULL) with ``plan``: a NULL becomes the column's
+    null value (None, or in a NOT NULL column left out of a key-only old tuple, Debezium's fallback)."""
     row: dict[str, Any] = {}
     toast = pgoutput.UNCHANGED_TOAST
-    for index, name, convert, placeholder in plan.slots:
+    for index, name, convert, placeholder, null in plan.slots:
         value = values[index]
         if value is None:
-            row[name] = None
+            row[name] = null
         elif value is toast:
             row[name] = placeholder
         else:
@@ -492,7 +495,7 @@ def _with_old_toast(new: Any, old: Any) -> Any:
 
 
 _RowReader = Callable[..., tuple[dict[str, Any], int]]
-_Slot = tuple[int, str, Callable[[str], Any], Any]
+_Slot = tuple[int, str, Callable[[str], Any], Any, Any]
 
 
 class _NotHandled(Exception):
@@ -516,12 +519,12 @@ def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | N
     namespace: dict[str, Any] = {
         "NotHandled": _NotHandled, "unpack_count": _U16.unpack_from, "unpack_length": _U32.unpack_from,
     }
-    columns: list[tuple[str, Callable[[str], Any], Any] | None] = [None] * column_count
+    columns: list[tuple[str, Callable[[str], Any], Any, Any] | None] = [None] * column_count
     last = -1
-    for index, name, convert, placeholder in slots:
+    for index, name, convert, placeholder, null in slots:
         if index <= last or index >= column_count:
             return None
-        columns[index] = (name, unguarded(convert), placeholder)
+        columns[index] = (name, unguarded(convert), placeholder, null)
         last = index
     lines = [
         "def read(data, pos, full_old=False):",
@@ -541,14 +544,15 @@ def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | N
             lines += ["        data[start:pos].decode()", f"    elif kind == {_NULL} or kind == {_UNCHANGED}:",
                       "        pos += 1"]
         else:
-            name, convert, placeholder = column
+            name, convert, placeholder, null = column
             namespace[f"n{index}"], namespace[f"c{index}"], namespace[f"p{index}"] = name, convert, placeholder
+            namespace[f"z{index}"] = null
             value = "data[start:pos].decode()" if convert is str else f"c{index}(data[start:pos].decode())"
             lines += [
                 f"        row[n{index}] = {value}",
                 f"    elif kind == {_NULL}:",
                 "        pos += 1",
-                f"        row[n{index}] = None",
+                f"        row[n{index}] = z{index}",
                 f"    elif kind == {_UNCHANGED}:",
                 "        if full_old:",
                 "            raise NotHandled",
