@@ -21,7 +21,15 @@ from devtools import StackSettings
 from devtools.debezium import MARIADB_CONNECTOR_CLASS
 from signaller.sources.registry import SOURCES
 from tests.compat import mariadb_scenario as scenario
-from tests.compat.compare import Renames, _op, normalize, own_transactions, report, topic_kind, without_empty_transactions
+from tests.compat.compare import (
+    Renames,
+    _op,
+    normalize,
+    own_transactions,
+    report,
+    topic_kind,
+    without_empty_transactions,
+)
 from tests.compat.mariadb_compare import compare_mariadb, mariadb_renames
 from tests.compat.mariadb_env import mariadb_env
 
@@ -115,6 +123,9 @@ NOT_COMPARED_WHEN_STREAMING_ONLY: dict[str, str] = {
                       "write it yet (README, MariaDB compatibility: what is missing)",
     "schema-history": "the schema history topic (schema.history.internal.kafka.topic): the sidecar keeps no "
                       "schema history (it reads information_schema) and does not write it",
+    "notifications": "start-up notifications only (no signal is sent): Debezium's MariaDB connector snapshots the "
+                     "schema under snapshot.mode=no_data and says Initial Snapshot STARTED/COMPLETED, the sidecar "
+                     "says SKIPPED (runtime/snapshots.py, being wired for MariaDB now); the full test compares them",
 }
 """The kinds :func:`test_sidecar_streamed_events_match_debezium_mariadb` leaves out, each with the reason. They
 are not allow-listed: the full side-by-side test above still compares them and fails on them."""
