@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from signaller.config.binlog import BINLOG_CONNECTORS
+from signaller.config.binlog import BINLOG_CONNECTORS, MARIADB_CONNECTOR, MYSQL_CONNECTOR
 from signaller.config.fields import PROPERTIES, Kind, Prop, Status
 from signaller.config.model import SignallerConfig
 from signaller.config.names import declared, family_of, suggestions
@@ -96,13 +96,30 @@ def _classify(build: _Build, name: str, raw: RawValue) -> None:
     elif status is Status.REFUSED and raw.text.strip():
         build.problems.append(problem(raw.written, raw.text, f"unset or empty: {reason}", raw.origin))
     elif status is None:
-        build.problems.append(problem(raw.written, raw.text, _unknown(name), raw.origin))
+        connector = connector_label(build.text("connector.class"))
+        build.problems.append(problem(raw.written, raw.text, _unknown(name, connector), raw.origin))
 
 
-def _unknown(name: str) -> str:
+_CONNECTOR_LABELS: Mapping[str, str] = MappingProxyType({
+    PG_CONNECTOR: "Debezium's PostgreSQL connector",
+    MARIADB_CONNECTOR: "Debezium's MariaDB connector",
+    MYSQL_CONNECTOR: "Debezium's MySQL connector",
+})
+
+
+def connector_label(connector_class: str | None) -> str:
+    """How messages name the configured connector: ``Debezium's MariaDB connector`` for
+    ``io.debezium.connector.mariadb.MariaDbConnector``; the PostgreSQL one when ``connector.class`` is unset
+    (its default); Debezium's connectors in general for a class signaller does not implement."""
+    if connector_class is None or not connector_class.strip():
+        return _CONNECTOR_LABELS[PG_CONNECTOR]
+    return _CONNECTOR_LABELS.get(connector_class.strip(), "Debezium's connectors")
+
+
+def _unknown(name: str, connector: str) -> str:
     near = suggestions(name)
     hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else "see signaller.config.fields"
-    return f"a property known to signaller or Debezium's PostgreSQL connector ({clip(name)!r} is unknown; {hint})"
+    return f"a property known to signaller or {connector} ({clip(name)!r} is unknown; {hint})"
 
 
 def _parse(build: _Build, prop: Prop, raw: RawValue) -> None:

@@ -17,13 +17,16 @@ __all__ = ["FAMILIES", "PROPERTIES", "UNSUPPORTED", "Family", "Kind", "Prop", "S
 
 _JAVA_ONLY = "a Java/Kafka Connect runtime setting with no meaning for signaller"
 _SNAPSHOT_TUNING = "initial-snapshot tuning of Debezium's Java snapshotter, not used by signaller"
+_SCHEMA_HISTORY = ("the binlog connectors' schema history (Kafka topic, captured-DDL filters); signaller keeps "
+                   "none: it reads each table's columns from information_schema when it first meets the table and "
+                   "again after DDL, and does not write the history topic")
 _CHANGES_OUTPUT = "it changes the published events and signaller cannot apply it; apply it downstream"
 
 UNSUPPORTED: tuple[Prop, ...] = (
     # --- Kafka Connect connector envelope -----------------------------------------------------------
     *accepted("Kafka Connect's connector name; signaller runs one connector per process and uses the name "
               "only to key its offsets in a Kafka offsets topic, as Connect does", "name"),
-    *accepted("Debezium's PostgreSQL connector always runs a single task", "tasks.max"),
+    *accepted("Debezium's PostgreSQL, MariaDB and MySQL connectors always run a single task", "tasks.max"),
     *refused(f"Single Message Transforms: {_CHANGES_OUTPUT}", "transforms", "predicates"),
     *refused(f"Java plug-ins: {_CHANGES_OUTPUT}", "converters", "post.processors"),
     *accepted(_JAVA_ONLY, "header.converter", "config.action.reload", "exactly.once.support",
@@ -85,6 +88,7 @@ FAMILIES: tuple[Family, ...] = (
         "consumer.", "consumer.override.", "admin.", "admin.override.", "key.converter.", "value.converter.",
         "header.converter.", "transforms.", "predicates.", "errors.", "internal.", "driver.",
         "openlineage.integration.", "topic.creation.", "config.providers.")),
+    Family("schema.history.internal.", Status.ACCEPTED, _SCHEMA_HISTORY),
     Family("snapshot.select.statement.overrides.", Status.ACCEPTED, _SNAPSHOT_TUNING),
     Family("snapshot.max.threads.multiplier.", Status.ACCEPTED, _SNAPSHOT_TUNING),
 )

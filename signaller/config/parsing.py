@@ -155,7 +155,8 @@ def parse_table_id(text: str) -> TableId | None:
     if not items:
         return None
     if len(items) > 1:
-        raise Rejected("one table 'schema.table' (a PostgreSQL connector runs one task, so one signal table)")
+        raise Rejected("one table 'schema.table' ('database.table' for MariaDB and MySQL; the connector runs one "
+                       "task, so one signal table)")
     parts = _split_quoted(items[0])
     if len(parts) != 2 or not all(parts):
         raise Rejected("a fully-qualified table 'schema.table', e.g. public.debezium_signal")

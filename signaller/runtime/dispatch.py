@@ -35,7 +35,7 @@ from signaller.sources.base import TransactionBegin, TransactionCommit
 from signaller.wire.avro_serializer import AvroRecordSerializer, AvroTableSerializer
 from signaller.wire.columns import ColumnCodec
 from signaller.wire.envelope import EnvelopeSerializer, RowChange
-from signaller.wire.records import transaction_block
+from signaller.wire.records import java_hash_map_order, transaction_block
 from signaller.wire.serializer import RecordSerializer
 from signaller.wire.source_block import SourceBlock
 
@@ -303,7 +303,7 @@ class EventDispatcher:
             return
         tx_id = self._transaction_id(item.xid, item.end_lsn)
         self._send(self._config.topics.transaction_topic, *self._serializer.transaction_end(
-            tx_id, item.commit_ts_us // 1000, tx.total, sorted(tx.per_table.items())))
+            tx_id, item.commit_ts_us // 1000, tx.total, java_hash_map_order(tx.per_table.items())))
 
     def heartbeat(self) -> None:
         """A heartbeat record, stamped now."""

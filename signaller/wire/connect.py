@@ -135,6 +135,11 @@ GEOMETRY: Final[dict[str, Any]] = _wkb_struct("io.debezium.data.geometry.Geometr
 """``io.debezium.data.geometry.Geometry`` version 2: ``{wkb, srid, extensions}`` (PostgreSQL's
 ``lseg``, ``box``, ``path``, ``polygon`` and PostGIS ``geometry``)."""
 
+GEOMETRY_V1: Final[dict[str, Any]] = _wkb_struct("io.debezium.data.geometry.Geometry", 1, "Geometry",
+                                                extensions=False)
+"""``io.debezium.data.geometry.Geometry`` version 1: ``{wkb, srid}``, as Debezium's MariaDB connector
+3.5.0.Final writes its spatial columns (measured: ``/work/notes/mariadb-debezium-reference.md``)."""
+
 GEOGRAPHY: Final[dict[str, Any]] = _wkb_struct(
     "io.debezium.data.geometry.Geography", 1, "Geography", extensions=False
 )

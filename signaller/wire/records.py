@@ -86,6 +86,32 @@ def transaction_begin_value(transaction_id: str, ts_ms: int, *, schemas_enable: 
     return record(_TRANSACTION_VALUE_PREFIX if schemas_enable else None, payload)
 
 
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` of ``text`` (over UTF-16 code units, 32-bit wrap), as an unsigned int."""
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for index in range(0, len(data), 2):
+        h = (31 * h + (data[index] << 8 | data[index + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_map_order(items: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``items`` (inserted in this order) as a ``java.util.HashMap<String, ...>`` iterates them: by bucket
+    (``hash ^ hash >>> 16`` masked by the table size, 16 doubled while more than 3/4 full), insertion order
+    within a bucket. Debezium's ``TransactionContext`` counts events per table in such a map, so its
+    ``END`` record lists ``data_collections`` in this order."""
+    entries = list(items)
+    size = 16
+    while len(entries) > size * 3 // 4:
+        size *= 2
+
+    def bucket(name: str) -> int:
+        h = java_string_hash(name)
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return [entry for _, entry in sorted(enumerate(entries), key=lambda pair: (bucket(pair[1][0]), pair[0]))]
+
+
 def transaction_end_value(
     transaction_id: str,
     ts_ms: int,

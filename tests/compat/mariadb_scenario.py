@@ -322,9 +322,11 @@ def _completed(reader: TopicReader, signal_id: str) -> bool:
 
 
 def run(env: MariaDbEnv, workdir: Path, with_sidecar: bool = True, timeout_s: float = 180.0,
-        overrides: dict[str, str] | None = None) -> list[SideOutput]:
+        overrides: dict[str, str] | None = None, with_signals: bool = True) -> list[SideOutput]:
     """Run the script against Debezium (and the sidecar, ``with_sidecar``); return their outputs in
-    that order. ``overrides`` (e.g. ``decimal.handling.mode``) go to both sides."""
+    that order. ``overrides`` (e.g. ``decimal.handling.mode``) go to both sides. ``with_signals=False``
+    leaves out the ``execute-snapshot`` signals: the streamed part of the script only (no READ events,
+    no watermark rows, no incremental-snapshot notifications)."""
     dbz_names = side_names(env, "dbz")
     sig_names = side_names(env, "sig")
     tables = create_tables(env, [dbz_names.signal_table, sig_names.signal_table])
@@ -338,7 +340,7 @@ def run(env: MariaDbEnv, workdir: Path, with_sidecar: bool = True, timeout_s: fl
             started.append(side)
         run_dml(env, tables)
         notification_readers = [env.reader(side.names.notification_topic) for side in sides]
-        for signal_id, data in signals(tables):
+        for signal_id, data in signals(tables) if with_signals else []:
             for side in sides:
                 env.sql(f"INSERT INTO {side.names.signal_table} VALUES (%s, 'execute-snapshot', %s)",
                         (signal_id, data))

@@ -21,7 +21,15 @@ from devtools import StackSettings
 from devtools.debezium import MARIADB_CONNECTOR_CLASS
 from signaller.sources.registry import SOURCES
 from tests.compat import mariadb_scenario as scenario
-from tests.compat.compare import _op, normalize, own_transactions, report, topic_kind, without_empty_transactions
+from tests.compat.compare import (
+    Renames,
+    _op,
+    normalize,
+    own_transactions,
+    report,
+    topic_kind,
+    without_empty_transactions,
+)
 from tests.compat.mariadb_compare import compare_mariadb, mariadb_renames
 from tests.compat.mariadb_env import mariadb_env
 
@@ -108,3 +116,44 @@ def test_sidecar_output_matches_debezium_mariadb_event_by_event(stack: StackSett
     assert not left, f"{report(left)}\n(both outputs: {tmp_path / 'outputs.json'})"
     kinds = [r["value"]["payload"]["after"]["type"] for r in _by_kind(signaller, database)["signal"]]
     assert kinds.count("snapshot-window-open") == kinds.count("snapshot-window-close") > 0
+
+
+NOT_COMPARED_WHEN_STREAMING_ONLY: dict[str, str] = {
+    "schema-changes": "the schema change topic (<topic.prefix>, include.schema.changes): the sidecar does not "
+                      "write it yet (README, MariaDB compatibility: what is missing)",
+    "schema-history": "the schema history topic (schema.history.internal.kafka.topic): the sidecar keeps no "
+                      "schema history (it reads information_schema) and does not write it",
+    "notifications": "start-up notifications only (no signal is sent): Debezium's MariaDB connector snapshots the "
+                     "schema under snapshot.mode=no_data and says Initial Snapshot STARTED/COMPLETED, the sidecar "
+                     "says SKIPPED (runtime/snapshots.py, being wired for MariaDB now); the full test compares them",
+}
+"""The kinds :func:`test_sidecar_streamed_events_match_debezium_mariadb` leaves out, each with the reason. They
+are not allow-listed: the full side-by-side test above still compares them and fails on them."""
+
+
+@pytest.mark.skipif(not SIDECAR_HAS_MARIADB, reason=f"no source for {MARIADB_CONNECTOR_CLASS}")
+def test_sidecar_streamed_events_match_debezium_mariadb(stack: StackSettings, unique_name: str,
+                                                        tmp_path: Path) -> None:
+    """The streamed part of the script alone (no execute-snapshot signals: no READs, no watermark rows, no
+    incremental-snapshot notifications), compared event by event like the full test, with the same
+    allow-list, every topic but :data:`NOT_COMPARED_WHEN_STREAMING_ONLY`. The full test above stays the
+    target: it adds the snapshots and the schema topics."""
+    with mariadb_env(stack, unique_name, tmp_path) as env:
+        debezium, signaller = scenario.run(env, tmp_path, with_signals=False)
+        database = env.database
+    dumps = {side.names.prefix: scenario.dump(side) for side in (debezium, signaller)}
+    (tmp_path / "outputs.json").write_text(json.dumps(dumps, indent=1))
+    debezium_kinds = set(_by_kind(debezium, database))
+    assert {"data:cmp_types", "data:cmp_comp", "data:cmp_nokey", "data:cmp_zero", "transaction"} <= debezium_kinds
+    assert "r" not in _ops(debezium, "cmp_types")  # no signal was sent: the stream only
+
+    debezium_names = mariadb_renames(debezium.names.prefix, debezium.names.signal_table, database)
+    signaller_names = mariadb_renames(signaller.names.prefix, signaller.names.signal_table, database)
+
+    def streamed(output: scenario.SideOutput, names: Renames) -> dict[str, Any]:
+        return {topic: records for topic, records in scenario.dump(output).items()
+                if topic_kind(topic, names) not in NOT_COMPARED_WHEN_STREAMING_ONLY}
+
+    left = compare_mariadb(streamed(debezium, debezium_names), streamed(signaller, signaller_names),
+                           debezium_names, signaller_names)
+    assert not left, f"{report(left)}\n(both outputs: {tmp_path / 'outputs.json'})"

@@ -322,6 +322,34 @@ def test_unknown_property_is_named_with_suggestions_and_its_value_masked() -> No
     assert "database.hostnme" in str(error) and "mapping" in str(error)
 
 
+@pytest.mark.parametrize(("connector_class", "named"), [
+    (None, "Debezium's PostgreSQL connector"),
+    ("io.debezium.connector.mariadb.MariaDbConnector", "Debezium's MariaDB connector"),
+    ("io.debezium.connector.mysql.MySqlConnector", "Debezium's MySQL connector"),
+])
+def test_unknown_property_message_names_the_configured_connector(connector_class: str | None, named: str) -> None:
+    given = {} if connector_class is None else {"connector.class": connector_class}
+    error = only_problem({**given, "database.hostnme": "db"})
+    assert f"a property known to signaller or {named} (" in error.accepted
+    assert "PostgreSQL" not in error.accepted or connector_class is None
+
+
+def test_binlog_schema_history_properties_are_accepted_and_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    """Debezium's MariaDB/MySQL schema history properties load (ignored with a warning saying signaller keeps no
+    schema history), so a binlog connector's configuration loads unchanged."""
+    history = {"schema.history.internal.kafka.bootstrap.servers": "kafka:9092",
+               "schema.history.internal.kafka.topic": "schema-changes.inventory",
+               "schema.history.internal.store.only.captured.databases.ddl": "true",
+               "schema.history.internal.store.only.captured.tables.ddl": "true",
+               "schema.history.internal.skip.unparseable.ddl": "false"}
+    with caplog.at_level(logging.WARNING, logger="signaller.config"):
+        cfg = config_from_mapping({**BASE, "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+                                   **history})
+    assert set(history) <= set(cfg.ignored_properties)
+    warned = [r.getMessage() for r in caplog.records if "schema.history.internal.kafka.topic" in r.getMessage()]
+    assert warned and "does not write the history topic" in warned[0], warned
+
+
 def test_missing_required_properties_are_all_reported() -> None:
     found = problems(lambda: config_from_mapping({"tasks.max": "1"}))
     assert {e.key for e in found} == {"topic.prefix", "database.hostname", "database.user", "database.dbname"}

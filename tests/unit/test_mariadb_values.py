@@ -12,7 +12,15 @@ import pytest
 
 from signaller.errors import DecodeError, StateError
 from signaller.sources.mariadb.positions import GtidSet, Resume, gtid_number, gtid_of_number, position
-from signaller.sources.mariadb.values import MariaDbColumn, TypeModes, column_codec, value_converter
+from signaller.sources.mariadb.values import (
+    MariaDbColumn,
+    TypeModes,
+    column_codec,
+    required_fallback,
+    value_converter,
+)
+from signaller.wire.jackson import dumps
+from signaller.wire.records import java_hash_map_order, java_string_hash
 
 pytestmark = pytest.mark.unit
 
@@ -78,8 +86,24 @@ def schema_and(column: MariaDbColumn, value: Any, modes: TypeModes = DEFAULT) ->
     (col("set", "set('x','y','z')"), "z,x", {"type": "string", "optional": True,
                                              "name": "io.debezium.data.EnumSet", "version": 1,
                                              "parameters": {"allowed": "x,y,z"}}, "x,z"),
-    (col("longtext", "longtext", is_json=True), '{"a": [1, 2]}',
+    # MariaDB's JSON is a longtext to Debezium's MariaDB connector: a plain string (measured, 3.5.0.Final)
+    (col("longtext", "longtext", is_json=True), '{"a": [1, 2]}', {"type": "string", "optional": True},
+     '{"a": [1, 2]}'),
+    (col("json"), '{"a": [1, 2]}',  # MySQL's own JSON type
      {"type": "string", "optional": True, "name": "io.debezium.data.Json", "version": 1}, '{"a": [1, 2]}'),
+    # bit(n): (n + 7) / 8 little-endian bytes, high zero bytes kept (Debezium's MariaDB connector: "AQA=")
+    (col("bit", "bit(12)"), "000000000001", {"type": "bytes", "optional": True, "name": "io.debezium.data.Bits",
+                                             "version": 1, "parameters": {"length": "12"}}, "AQA="),
+    (col("uuid"), bytes.fromhex("0e0b6f538a7c4a529d510c5d1a6b7f01"),
+     {"type": "string", "optional": True, "name": "io.debezium.data.Uuid", "version": 1},
+     "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01"),
+    (col("uuid"), "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01",
+     {"type": "string", "optional": True, "name": "io.debezium.data.Uuid", "version": 1},
+     "0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01"),
+    # DECIMAL(38,10): every digit kept (the default decimal context's 28 digits would round it)
+    (col("decimal", "decimal(38,10)", precision=38, scale=10), Decimal("-1234567890123456789012345678.0123456789"),
+     {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+      "parameters": {"scale": "10", "connect.decimal.precision": "38"}}, "9rZPCQ/9zOw7tm+xM5i66w=="),
     (col("varchar", "varchar(10)", charset="latin1"), "é", {"type": "string", "optional": True}, "é"),
     (col("char", "char(4)", charset="latin1"), b"\xe9t\xe9", {"type": "string", "optional": True}, "été"),
     (col("blob"), b"\x00\xff", {"type": "bytes", "optional": True}, "AP8="),
@@ -116,8 +140,8 @@ def test_zero_dates_are_null_and_geometry_carries_its_srid() -> None:
     wkb = bytes.fromhex("0101000000000000000000f03f0000000000000040")
     node, geometry = value_converter(col("geometry"), DEFAULT)
     assert node["name"] == "io.debezium.data.geometry.Geometry"
-    assert geometry((4326).to_bytes(4, "little") + wkb) == {"wkb": "AQEAAAAAAAAAAADwPwAAAAAAAABA", "srid": 4326,
-                                                            "extensions": None}
+    assert node["version"] == 1 and [f["field"] for f in node["fields"]] == ["wkb", "srid"]  # MariaDB 3.5.0.Final
+    assert geometry((4326).to_bytes(4, "little") + wkb) == {"wkb": "AQEAAAAAAAAAAADwPwAAAAAAAABA", "srid": 4326}
     point = value_converter(col("point"), DEFAULT)[1]((0).to_bytes(4, "little") + wkb)
     assert point["x"] == 1.0 and point["y"] == 2.0 and point["srid"] is None
 
@@ -144,3 +168,50 @@ def test_positions_gtid_sets_and_offset_keys() -> None:
         Resume.from_offset_keys({**keys, "event": 2, "row": 1})
     with pytest.raises(StateError, match="not a MariaDB GTID"):
         GtidSet.parse("0-1")
+
+
+def test_float_is_written_as_java_float_text() -> None:
+    convert = value_converter(col("float"), DEFAULT)[1]
+    assert dumps({"f": convert(3.140000104904175)}) == b'{"f":3.14}'
+    assert dumps({"f": convert(-1.5e-38)}) == b'{"f":-1.5E-38}'
+
+
+@pytest.mark.parametrize(("column", "expected"), [
+    (col("varchar", "varchar(20)", default="'n/a'"), "n/a"),
+    (col("varchar", "varchar(20)", default="'it''s'"), "it's"),
+    (col("varchar", "varchar(20)", default="NULL"), None),
+    (col("int", "int(11)", default="42"), 42),
+    (col("timestamp", "timestamp", default="'2000-01-01 00:00:00'"), "2000-01-01T00:00:00Z"),
+    (col("timestamp", "timestamp", default="current_timestamp()"), None),
+    (col("year", "year(4)", default="0"), 2000),  # as Debezium's MariaDB connector writes YEAR ... DEFAULT 0
+    (col("year", "year(4)", default="2024"), 2024),
+    (col("date", "date", default="'0000-00-00'"), None),
+    (col("time", "time", default="'-01:00:00'"), -3_600_000_000),
+    (col("decimal", "decimal(5,2)", precision=5, scale=2, default="1.50"), "AJY="),
+])
+def test_constant_defaults_go_into_the_schema(column: MariaDbColumn, expected: Any) -> None:
+    schema = column_codec(column, DEFAULT).schema
+    assert schema.get("default") == expected, schema
+
+
+def test_required_fallback_is_the_default_else_the_types_zero() -> None:
+    assert required_fallback(column_codec(col("date", nullable=False), DEFAULT).schema) == 0
+    assert required_fallback(column_codec(col("datetime", datetime_precision=3, nullable=False),
+                                          DEFAULT).schema) == 0
+    assert required_fallback(column_codec(col("timestamp", nullable=False), DEFAULT).schema) == \
+        "1970-01-01T00:00:00Z"
+    assert required_fallback(column_codec(col("timestamp", nullable=False, default="'2000-01-01 00:00:00'"),
+                                          DEFAULT).schema) == "2000-01-01T00:00:00Z"
+    assert required_fallback(column_codec(col("point", nullable=False), DEFAULT).schema) is None
+
+
+def test_java_hash_map_order_of_transaction_end_collections() -> None:
+    """Debezium's END lists data_collections as its HashMap iterates them (measured twice on MariaDB: cmp_types
+    before cmp_comp, whatever the insertion order)."""
+    assert java_string_hash("a") == 97 and java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == (-2147483648) & 0xFFFFFFFF  # a known Java hash
+    for db in ("cmp_18e3ee3ba1", "cmp_664b0e10"):
+        assert [name for name, _ in java_hash_map_order([(f"{db}.cmp_comp", 7), (f"{db}.cmp_types", 1)])] == [
+            f"{db}.cmp_types", f"{db}.cmp_comp"]
+    many = [(f"t{i}", i) for i in range(20)]  # more than 12: a table of 32
+    assert sorted(java_hash_map_order(many)) == sorted(many)

@@ -7,12 +7,18 @@ statement in the binlog: the next rows re-read the table's columns; the columns 
 at that moment, not of the binlog's point in time, until DDL parsing and a schema history exist). Key =
 ``message.key.columns`` for the table if set, else the primary key. Columns are captured per
 ``column.include.list``/``column.exclude.list`` on ``db.table.column``. Nothing survives a restart.
+
+Row images as Debezium's MariaDB connector writes them: an empty ``SET`` is ``""`` (the binlog client gives
+None for it, telling it apart from NULL in its ``none_sources``); a value the client cannot represent (a zero
+or partly-zero date) in a ``NOT NULL`` column is the column's schema default, else the type's zero (the
+epoch), Debezium's fallback for a required field; an ``UPDATE`` that changes the key is a delete of the old
+key and a create of the new one, both with the rows event's position and row index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pymysqlreplication.constants.NONE_SOURCE import EMPTY_SET
@@ -20,7 +26,7 @@ from pymysqlreplication.constants.NONE_SOURCE import EMPTY_SET
 from signaller.config import SignallerConfig
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sources.mariadb.catalog import SYSTEM_DATABASES, Catalog
-from signaller.sources.mariadb.values import TypeModes, column_codec
+from signaller.sources.mariadb.values import TypeModes, column_codec, required_fallback
 from signaller.wire.columns import ColumnCodec
 
 
@@ -79,6 +85,8 @@ class BinlogChange:
 
 
 Convert = Callable[[Any], Any]
+_EMPTY_SET = EMPTY_SET
+"""``mysql-replication``'s ``NONE_SOURCE.EMPTY_SET``: the None it gives for a ``SET`` with no member."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,10 @@ class TablePlan:
     schema: TableSchema
     codecs: dict[str, ColumnCodec]
     converters: tuple[tuple[str, Convert], ...]
+    fallbacks: dict[str, Any] = field(default_factory=dict)
+    """The payload a None value of a ``NOT NULL`` column gets (see the module docstring)."""
+    set_columns: frozenset[str] = frozenset()
+    """The ``SET`` columns (an empty set is ``""``, not null)."""
 
     @property
     def row_columns(self) -> tuple[str, ...]:
@@ -97,12 +109,37 @@ class TablePlan:
         return tuple(name for name, _ in self.converters)
 
     def row(self, values: dict[str, Any], none_sources: dict[str, str] | None = None) -> dict[str, Any]:
-        """One row image from the binlog client's ``{column: value}``; ``none_sources`` is the client's reason per
-        None value: an empty ``SET`` (which it gives as None) is the empty set, not SQL NULL."""
+        """One row image from the binlog client's ``{column: value}`` (``none_sources``: why the client gave
+        None for a column, as its rows say)."""
+        row = {name: None if (value := values.get(name)) is None else convert(value)
+               for name, convert in self.converters}
         if none_sources:
-            values = {**values, **{name: set() for name, why in none_sources.items() if why == EMPTY_SET}}
-        return {name: None if (value := values.get(name)) is None else convert(value)
-                for name, convert in self.converters}
+            for name in self.set_columns:
+                if row.get(name, 0) is None and none_sources.get(name) == _EMPTY_SET:
+                    row[name] = ""
+        for name, fallback in self.fallbacks.items():
+            if row.get(name, 0) is None:
+                row[name] = fallback
+        return row
+
+    def narrowed(self, names: Sequence[str]) -> TablePlan:
+        """This plan restricted to the columns named in a rows event (its table map: the table as it was at
+        that binlog point), self when it carries them all. A column the catalog has but the event lacks was
+        added by later DDL; it is left out of the event's schema and rows, as Debezium's schema history would."""
+        present = set(names)
+        if all(name in present for name in self.row_columns):
+            return self
+        columns = tuple(c for c in self.schema.columns if c.name in present)
+        return TablePlan(self.table_id,
+                         TableSchema(self.table_id, columns, tuple(k for k in self.schema.key if k in present)),
+                         {name: codec for name, codec in self.codecs.items() if name in present},
+                         tuple((name, convert) for name, convert in self.converters if name in present),
+                         {name: value for name, value in self.fallbacks.items() if name in present},
+                         self.set_columns & present)
+
+    def key_changed(self, before: dict[str, Any], after: dict[str, Any]) -> bool:
+        """Whether an update moves the row to another key."""
+        return any(before.get(name) != after.get(name) for name in self.schema.key)
 
     def changes(self, event: Any, tx: BinlogTx, lsn: int, pos: int, query: str | None) -> Iterator[BinlogChange]:
         """The changes of one binlog rows event (write, update or delete) of this table."""
@@ -117,6 +154,9 @@ class TablePlan:
                 op = Op.UPDATE
                 before = self.row(row["before_values"], row.get("before_none_sources"))
                 after = self.row(row["after_values"], row.get("after_none_sources"))
+                if self.key_changed(before, after):
+                    yield BinlogChange(self, Op.DELETE, before, None, lsn, tx, pos, index, query, ts_us, server)
+                    op, before = Op.CREATE, None
             yield BinlogChange(self, op, before, after, lsn, tx, pos, index, query, ts_us, server)
 
 
@@ -128,6 +168,7 @@ class TablePlans:
         self._catalog = catalog
         self._modes = modes
         self._plans: dict[TableId, TablePlan | None] = {}
+        self._narrowed: dict[tuple[TableId, tuple[str, ...]], TablePlan] = {}
 
     def is_captured(self, table: TableId) -> bool:
         """Whether ``table``'s changes are captured: not a system database, the database lists, then the table
@@ -141,17 +182,26 @@ class TablePlans:
             return table == self._config.snapshot.signal_data_collection
         return self._config.is_table_captured(table.schema, table.table)
 
-    def plan(self, table: TableId) -> TablePlan | None:
-        """The plan of ``table``, None if it is not captured (or no longer exists)."""
+    def plan(self, table: TableId, columns: Sequence[str] | None = None) -> TablePlan | None:
+        """The plan of ``table``, None if it is not captured (or no longer exists); with ``columns`` (a rows
+        event's column names) narrowed to them (:meth:`TablePlan.narrowed`, kept per column list)."""
         if table in self._plans:
-            return self._plans[table]
-        plan = self._build(table) if self.is_captured(table) else None
-        self._plans[table] = plan
-        return plan
+            plan = self._plans[table]
+        else:
+            plan = self._build(table) if self.is_captured(table) else None
+            self._plans[table] = plan
+        if plan is None or columns is None:
+            return plan
+        key = (table, tuple(columns))
+        narrowed = self._narrowed.get(key)
+        if narrowed is None:
+            narrowed = self._narrowed[key] = plan.narrowed(columns)
+        return narrowed
 
     def forget(self) -> None:
         """Drop every plan (after DDL): the next rows re-read their table's columns."""
         self._plans.clear()
+        self._narrowed.clear()
 
     def _build(self, table: TableId) -> TablePlan | None:
         columns = self._catalog.columns(table)
@@ -162,5 +212,8 @@ class TablePlans:
         key = capture.key_columns_for(table.schema, table.table) or self._catalog.primary_key(table)
         codecs = {c.name: column_codec(c, self._modes) for c in captured}
         model = tuple(Column(c.name, 0, c.data_type, optional=c.nullable, is_key=c.name in key) for c in captured)
+        fallbacks = {c.name: required_fallback(codecs[c.name].schema) for c in captured if not c.nullable}
         return TablePlan(table, TableSchema(table, model, tuple(k for k in key if k in codecs)), codecs,
-                         tuple((c.name, codecs[c.name].convert) for c in captured))
+                         tuple((c.name, codecs[c.name].convert) for c in captured),
+                         {name: value for name, value in fallbacks.items() if value is not None},
+                         frozenset(c.name for c in captured if c.data_type.lower() == "set"))

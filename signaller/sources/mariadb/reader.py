@@ -49,11 +49,14 @@ from signaller.config import SignallerConfig
 from signaller.errors import SignallerError, TerminalSourceError, TransientSourceError
 from signaller.model import TableId
 from signaller.sources.base import LogReader, TransactionBegin, TransactionCommit
+from signaller.sources.mariadb import time2
 from signaller.sources.mariadb.catalog import Catalog, connection_settings, source_error
 from signaller.sources.mariadb.changes import BinlogChange, BinlogTx, TablePlans
 from signaller.sources.mariadb.positions import GtidSet, Resume, gtid_number, position
 
 log = logging.getLogger("signaller.source")
+
+time2.install()  # exact TIME2 decoding (negative fractions) in the binlog client
 
 QUEUE_TRANSACTIONS = 64
 """Complete transactions the reader thread may hold ahead of the capture loop."""
@@ -265,7 +268,7 @@ class MariaDbLogReader(LogReader[Any]):
             if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
                 if tx is not None:
                     table = TableId(event.schema, event.table)
-                    plan = plans.plan(table)
+                    plan = plans.plan(table, [column.name for column in event.columns])
                     if plan is not None:
                         changes.extend(plan.changes(event, tx, position(file, end - packet.event_size),
                                                     end - packet.event_size, query))

@@ -23,6 +23,17 @@ from signaller.model import ChangeEvent
 from signaller.wire.connect import field, primitive, struct
 from signaller.wire.envelope import DEBEZIUM_VERSION
 
+MARIADB_DEBEZIUM_VERSION: Final = "3.5.0.Final"
+"""``source.version`` of the MariaDB connector's events: the Debezium release whose MariaDB events signaller
+reproduces (``debezium-connector-mariadb`` 3.5.0.Final, the newest on Maven Central; its shapes differ from
+3.7's, e.g. Geometry version 1 without ``extensions``), so consumers that branch on the version see the
+release the events match. The MySQL connector's events keep :data:`DEBEZIUM_VERSION`."""
+
+
+def debezium_version(connector: str) -> str:
+    """The ``source.version`` of ``connector``'s events (``mariadb``: :data:`MARIADB_DEBEZIUM_VERSION`)."""
+    return MARIADB_DEBEZIUM_VERSION if connector == "mariadb" else DEBEZIUM_VERSION
+
 _SNAPSHOT: Final = {
     "type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
     "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
@@ -50,7 +61,7 @@ def source_schema(connector: str) -> dict[str, Any]:
         field("row", primitive("int32", optional=False)),
         field("thread", primitive("int64", optional=True)),
         field("query", primitive("string", optional=True)),
-    ], optional=False)
+    ], optional=False, version=1)
 
 
 class BinlogSourceBlock:
@@ -58,12 +69,12 @@ class BinlogSourceBlock:
     ``n``, as the server does)."""
 
     def __init__(self, connector: str, topic_prefix: str, file_name: Callable[[int], str],
-                 version: str = DEBEZIUM_VERSION) -> None:
+                 version: str | None = None) -> None:
         self.schema = source_schema(connector)
         self._connector = connector
         self._name = topic_prefix
         self._file_name = file_name
-        self._version = version
+        self._version = version or debezium_version(connector)
 
     def streamed(self, change: Any, /) -> dict[str, Any]:
         """The block of a streamed :class:`~signaller.sources.mariadb.reader.BinlogChange`."""

@@ -25,10 +25,13 @@ Mapping, default modes (Debezium ``BinlogValueConverters``/``JdbcValueConverters
 ``io.debezium.time.Date``, ``time`` → ``io.debezium.time.MicroTime``, ``datetime(0-3)`` →
 ``io.debezium.time.Timestamp``, ``datetime(4-6)`` → ``io.debezium.time.MicroTimestamp``, ``timestamp(n)`` →
 ``io.debezium.time.ZonedTimestamp`` (UTC, ``n`` fraction digits), ``enum`` → ``io.debezium.data.Enum``,
-``set`` → ``io.debezium.data.EnumSet``, ``json`` (MariaDB's ``longtext`` with ``json_valid``) →
-``io.debezium.data.Json``, character types → string, ``binary``/``varbinary``/``blob`` → bytes (per
+``set`` → ``io.debezium.data.EnumSet`` (the empty set ``""``), ``json`` (MySQL's own type) →
+``io.debezium.data.Json`` but MariaDB's ``JSON`` (a ``longtext`` with ``json_valid``) a plain string, the
+text as stored (Debezium's MariaDB connector sees a ``longtext``), ``uuid`` → ``io.debezium.data.Uuid``
+text, character types → string, ``binary``/``varbinary``/``blob`` → bytes (per
 ``binary.handling.mode``; ``binary(n)`` right-padded with zero bytes), spatial types →
-``io.debezium.data.geometry.Geometry`` ``{wkb, srid}`` (``point`` → ``io.debezium.data.geometry.Point``).
+``io.debezium.data.geometry.Geometry`` version 1 ``{wkb, srid}`` (``point`` →
+``io.debezium.data.geometry.Point``), as the MariaDB connector 3.5.0.Final writes them.
 ``time.precision.mode=connect`` gives Connect's ``Date``/``Time``/``Timestamp``. Pure; no I/O.
 """
 
@@ -40,18 +43,19 @@ import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal, localcontext
 from typing import Any, Final
+from uuid import UUID
 
 import orjson
 
 from signaller.errors import DecodeError
 from signaller.wire.columns import ColumnCodec
-from signaller.wire.connect import GEOMETRY, POINT, decimal_node, schema_node, with_optional
-from signaller.wire.numbers import b64, double_payload, to_float32, unscaled_bytes
+from signaller.wire.connect import GEOMETRY_V1, POINT, decimal_node, schema_node, with_optional
+from signaller.wire.numbers import JavaFloat, b64, double_payload, to_float32, unscaled_bytes
 from signaller.wire.temporal import zoned_timestamp_text
 
-__all__ = ["MariaDbColumn", "TypeModes", "column_codec", "value_converter"]
+__all__ = ["MariaDbColumn", "TypeModes", "column_codec", "default_payload", "required_fallback", "value_converter"]
 
 Convert = Callable[[Any], Any]
 
@@ -140,8 +144,14 @@ def _decimal(value: Any) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
+_WIDE: Final = Context(prec=200)
+"""Enough digits for any MariaDB decimal (65 digits) shifted by its scale (the default context's 28 digits
+would round a DECIMAL(38,10))."""
+
+
 def _unscaled(value: Decimal, scale: int) -> int:
-    return int(value.scaleb(scale).to_integral_value())
+    with localcontext(_WIDE):
+        return int(value.scaleb(scale).to_integral_value())
 
 
 def _integer(column: MariaDbColumn) -> tuple[dict[str, Any], Convert]:
@@ -200,9 +210,8 @@ def _bits(column: MariaDbColumn) -> tuple[dict[str, Any], Convert]:
         return _node("boolean"), lambda value: number_of(value) != 0
     size = (length + 7) // 8
 
-    def bits(value: Any) -> str:  # BitSet.toByteArray: little-endian, trailing zero bytes dropped
-        data = number_of(value).to_bytes(size, "little").rstrip(b"\x00")
-        return b64(data)
+    def bits(value: Any) -> str:  # little-endian, (n + 7) / 8 bytes, as Debezium's MariaDB connector writes them
+        return b64(number_of(value).to_bytes(size, "little"))
 
     return _node("bytes", "io.debezium.data.Bits", 1, {"length": str(length)}), bits
 
@@ -333,7 +342,7 @@ def _geometry(value: Any) -> dict[str, Any]:
     """MariaDB's internal geometry (4-byte little-endian SRID, then WKB) as Geometry ``{wkb, srid}``."""
     data = _as_bytes(value)
     srid = _SRID.unpack_from(data)[0] if len(data) >= 4 else 0
-    return {"wkb": b64(data[4:]), "srid": srid or None, "extensions": None}
+    return {"wkb": b64(data[4:]), "srid": srid or None}
 
 
 def _point(value: Any) -> dict[str, Any]:
@@ -345,12 +354,30 @@ def _point(value: Any) -> dict[str, Any]:
     return {"x": double_payload(x), "y": double_payload(y), "wkb": b64(wkb), "srid": srid or None}
 
 
+_UUID_TEXT: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def _uuid(value: Any) -> str:
+    """A UUID as text: the binlog's bytes (MariaDB stores them in text order; trailing zero bytes may be cut, so
+    the zero UUID can arrive empty), or the text PyMySQL reads."""
+    if isinstance(value, str):
+        if _UUID_TEXT.fullmatch(value):
+            return value.lower()
+        value = value.encode("latin-1", "surrogateescape")
+    data = bytes(value)
+    if len(data) > 16:
+        raise DecodeError(f"a UUID is 16 bytes, got {len(data)}")
+    return str(UUID(bytes=data.ljust(16, b"\x00")))
+
+
 def value_converter(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, Any], Convert]:
     """The Connect schema node (``optional`` true, no default) of ``column`` and its converter: one non-NULL value
     as the binlog client or PyMySQL returns it → the Debezium payload (see the module docstring). ``DecodeError``
     for a column type signaller does not know (named with the column)."""
     kind = column.data_type.lower()
-    if column.is_json:
+    if column.is_json:  # MariaDB's JSON: a longtext to Debezium's MariaDB connector
+        return _node("string"), _json
+    if kind == "json":  # MySQL's JSON type
         return _node("string", "io.debezium.data.Json", 1), _json
     if kind in _INT_BITS:
         if kind == "bigint" and column.unsigned:
@@ -359,7 +386,7 @@ def value_converter(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, 
     if kind in ("decimal", "numeric"):
         return _decimal_column(column, modes)
     if kind == "float":
-        return _node("float"), lambda value: to_float32(float(value))
+        return _node("float"), lambda value: JavaFloat(to_float32(float(value)))
     if kind in ("double", "real"):
         return _node("double"), lambda value: double_payload(float(value))
     if kind == "bit":
@@ -370,8 +397,8 @@ def value_converter(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, 
         return _temporal(column, modes)
     if kind in ("enum", "set"):
         return _enum_set(column)
-    if kind in _TEXT or kind == "json":
-        return _node("string"), (_json if kind == "json" else _text(column))
+    if kind in _TEXT:
+        return _node("string"), _text(column)
     if kind in _BINARY:
         pad = column.length if kind == "binary" else 0
         mode = modes.binary
@@ -387,8 +414,10 @@ def value_converter(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, 
     if kind == "point":
         return dict(POINT), _point
     if kind in _SPATIAL:
-        return dict(GEOMETRY), _geometry
-    if kind in ("uuid", "inet4", "inet6"):
+        return dict(GEOMETRY_V1), _geometry
+    if kind == "uuid":
+        return _node("string", "io.debezium.data.Uuid", 1), _uuid
+    if kind in ("inet4", "inet6"):
         return _node("string"), str
     msg = f"column {column.name!r} has type {column.column_type!r}, which signaller cannot convert yet"
     raise DecodeError(msg)
@@ -396,10 +425,76 @@ def value_converter(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, 
 
 def column_codec(column: MariaDbColumn, modes: TypeModes) -> ColumnCodec:
     """The :class:`~signaller.wire.columns.ColumnCodec` of ``column``: its node with ``optional`` from the
-    column's nullability, and :func:`value_converter`'s converter. Column defaults are not in the schema yet
-    (Debezium puts constant defaults there; see the report of issue 16)."""
+    column's nullability and ``default`` from its constant default (:func:`default_payload`), and
+    :func:`value_converter`'s converter."""
     node, convert = value_converter(column, modes)
-    return ColumnCodec(with_optional(node, column.nullable), convert)
+    node = with_optional(node, column.nullable)
+    default = default_payload(column, convert)
+    if default is not None:
+        node["default"] = default
+    return ColumnCodec(node, convert)
+
+
+_NUMBER: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_TIME_TEXT: Final = re.compile(r"(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+def _time_of_text(text: str) -> dt.timedelta:
+    match = _TIME_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError(text)
+    sign, hours, minutes, seconds, fraction = match.groups()
+    value = dt.timedelta(hours=int(hours), minutes=int(minutes), seconds=int(seconds),
+                         microseconds=int((fraction or "0").ljust(6, "0")))
+    return -value if sign else value
+
+
+def default_payload(column: MariaDbColumn, convert: Convert) -> Any:
+    """The payload of ``column``'s constant default as ``information_schema.COLUMNS.COLUMN_DEFAULT`` prints it
+    (MariaDB: quoted literals, bare numbers, ``NULL``, expressions such as ``current_timestamp()``); None when
+    there is none, it is NULL, an expression or a zero date (Debezium's schema then has no default either).
+    A ``YEAR`` default below 100 reads as MySQL's two-digit year (``0`` → 2000, as Debezium writes it)."""
+    text = column.default
+    if text is None or text.upper() == "NULL":
+        return None
+    kind = column.data_type.lower()
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        literal = text[1:-1].replace("''", "'").replace("\\\\", "\\")
+    elif _NUMBER.fullmatch(text):
+        literal = text
+    else:
+        return None  # an expression
+    try:
+        if kind == "year":
+            year = int(literal)
+            return year + (2000 if year < 70 else 1900) if year < 100 else year
+        if kind == "time":
+            return convert(_time_of_text(literal))
+        if kind == "bit":
+            return None
+        return convert(literal)
+    except (ValueError, ArithmeticError, DecodeError):
+        return None
+
+
+def required_fallback(node: Mapping[str, Any]) -> Any:
+    """What a NOT NULL column's value becomes when the binlog value cannot be represented (a zero date): the
+    schema default, else the type's zero (the epoch for temporal types), as Debezium's
+    ``JdbcValueConverters`` fall back for a required field; None for types without one (structs)."""
+    if "default" in node:
+        return node["default"]
+    type_, name = node["type"], node.get("name")
+    if type_ in ("int8", "int16", "int32", "int64"):
+        return 0
+    if type_ in ("float", "double"):
+        return 0.0
+    if type_ == "boolean":
+        return False
+    if type_ == "string":
+        return "1970-01-01T00:00:00Z" if name == "io.debezium.time.ZonedTimestamp" else ""
+    if type_ == "bytes":
+        return b64(b"\x00") if name == "org.apache.kafka.connect.data.Decimal" else ""
+    return None
 
 
 def modes_from(settings: Mapping[str, str], raw: Mapping[str, str]) -> TypeModes:
