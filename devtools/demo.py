@@ -49,6 +49,19 @@ SLOT = "demo_slot"
 FORMATS = ("json", "avro")
 """What ``run_demo`` accepts as ``format``: the sidecar's and the apply job's record format."""
 AVRO_CONVERTER = "io.confluent.connect.avro.AvroConverter"
+SOURCES = ("postgres", "mariadb")
+"""What ``run_demo`` accepts as ``source``: the database the story runs on."""
+
+
+def source_format_error(source: str, record_format: str) -> str | None:
+    """Why the demo cannot run on ``source`` with ``record_format``; None when it can."""
+    if source not in SOURCES:
+        return f"source {source!r} is not one of {', '.join(SOURCES)}"
+    if record_format not in FORMATS:
+        return f"format {record_format!r} is not one of {', '.join(FORMATS)}"
+    if source == "mariadb" and record_format != "json":
+        return f"format {record_format!r} is not available with source mariadb yet (json only)"
+    return None
 
 
 class DemoFailed(Exception):
@@ -201,27 +214,28 @@ def _api(settings: StackSettings) -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def _snapshot(settings: StackSettings) -> None:
-    """Trigger the incremental snapshot over HTTP and show its progress until it completes."""
+def snapshot_backfill(settings: StackSettings, table: str = f"public.{TABLE}") -> None:
+    """Trigger the incremental snapshot of ``table`` (``schema.table``, or ``database.table`` on MariaDB) over
+    HTTP and show its progress until it completes."""
     signal = {"id": "demo-backfill", "type": "execute-snapshot",
-              "data": {"data-collections": [f"public\\.{TABLE}"], "type": "incremental"}}
+              "data": {"data-collections": [table.replace(".", "\\.")], "type": "incremental"}}
     answer = httpx.post(f"{_api(settings)}/signals", json=signal, timeout=30)
     if answer.status_code != 202:
         raise DemoFailed(f"POST /signals answered {answer.status_code}: {answer.text}")
     console.print(f"POST /signals → {answer.status_code} {answer.json()}")
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[rows]} rows"),
                   console=console) as progress:
-        task = progress.add_task(f"snapshot public.{TABLE}", total=None, rows=0)
+        task = progress.add_task(f"snapshot {table}", total=None, rows=0)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             status = httpx.get(f"{_api(settings)}/snapshots", timeout=10).json()
-            tables = [t for t in status["tables"] if t["table"] == f"public.{TABLE}"]
+            tables = [t for t in status["tables"] if t["table"] == table]
             if tables:
-                table = tables[-1]
-                progress.update(task, total=table["estimated_rows"] or None, completed=table["rows_emitted"],
-                                rows=table["rows_emitted"])
-                if table["state"] in ("completed", "skipped", "aborted") and not status["running"]:
-                    progress.update(task, total=table["rows_emitted"], completed=table["rows_emitted"])
+                latest = tables[-1]
+                progress.update(task, total=latest["estimated_rows"] or None, completed=latest["rows_emitted"],
+                                rows=latest["rows_emitted"])
+                if latest["state"] in ("completed", "skipped", "aborted") and not status["running"]:
+                    progress.update(task, total=latest["rows_emitted"], completed=latest["rows_emitted"])
                     return
             time.sleep(0.3)
     raise DemoFailed("the incremental snapshot did not complete within 300 s")
@@ -290,10 +304,10 @@ def _avro_evidence(settings: StackSettings) -> str:
     return f"{topic} holds Avro records in the Confluent wire format: {', '.join(names)} in {settings.registry_url}"
 
 
-def _show(rows: list[Any]) -> None:
+def _show(rows: list[Any], name: str = f"public.{TABLE}") -> None:
     from rich.table import Table
 
-    table = Table(title=f"Delta table public.{TABLE} (first 6 of {len(rows)} rows)")
+    table = Table(title=f"Delta table {name} (first 6 of {len(rows)} rows)")
     for name in ("id", "customer", "qty", "price", "note"):
         table.add_column(name)
     for row in rows[:6]:
@@ -301,12 +315,18 @@ def _show(rows: list[Any]) -> None:
     console.print(table)
 
 
-def run_demo(rows: int = 20000, record_format: str = "json") -> int:
-    """Run the demo with ``record_format`` (one of :data:`FORMATS`) records; return the process exit code.
-    Any other format is refused (exit 2) before anything starts."""
-    if record_format not in FORMATS:
-        print(f"DEMO FAILED: format {record_format!r} is not one of {', '.join(FORMATS)}", flush=True)
+def run_demo(rows: int = 20000, record_format: str = "json", source: str = "postgres") -> int:
+    """Run the demo on ``source`` (one of :data:`SOURCES`; ``mariadb``: :mod:`devtools.demo_mariadb`, JSON
+    only) with ``record_format`` (one of :data:`FORMATS`) records; return the process exit code. Any other
+    source, format or pair is refused (exit 2) before anything starts."""
+    refused = source_format_error(source, record_format)
+    if refused:
+        print(f"DEMO FAILED: {refused}", flush=True)
         return 2
+    if source == "mariadb":
+        from devtools.demo_mariadb import run_mariadb_demo
+
+        return run_mariadb_demo(rows)
     stack = Stack()
     settings = stack.settings
     work = settings.home / "demo"
@@ -340,7 +360,7 @@ def run_demo(rows: int = 20000, record_format: str = "json") -> int:
         writer = Writer(settings, rows)
         writer.start()
         started = time.monotonic()
-        _snapshot(settings)
+        snapshot_backfill(settings)
         time.sleep(2)
         writer.stop_event.set()
         writer.join()
