@@ -106,15 +106,7 @@ def connector_config(settings: StackSettings, work: Path, record_format: str = "
     return {"name": "demo-connector", "config": config}
 
 
-KEY_ONLY_DELETE_WORKAROUND = (
-    "REPLICA IDENTITY FULL: with the default identity a DELETE's before image has only the key, the NOT NULL "
-    "column customer arrives as null (no fallback value as Debezium's JdbcValueConverters give it) and the Avro "
-    "converter stops on it ('must be string on field customer'); remove once the source fills that fallback"
-)
-"""Why the Avro demo's table has ``REPLICA IDENTITY FULL`` (the JSON demo keeps the default)."""
-
-
-def _reset(settings: StackSettings, work: Path, rows: int, record_format: str) -> None:
+def _reset(settings: StackSettings, work: Path, rows: int) -> None:
     with psycopg2.connect(settings.pg_dsn()) as conn, conn.cursor() as cur:
         cur.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
                     (SLOT,))
@@ -124,8 +116,6 @@ def _reset(settings: StackSettings, work: Path, rows: int, record_format: str) -
                     "price numeric(10,2), note text, updated timestamptz DEFAULT now())")
         cur.execute(f"INSERT INTO {TABLE} (id, customer, qty, price, note) SELECT g, 'customer-' || (g %% 37), "
                     "1 + g %% 9, round((g %% 500)::numeric + 0.25, 2), 'seed' FROM generate_series(1, %s) g", (rows,))
-        if record_format == "avro":  # see KEY_ONLY_DELETE_WORKAROUND
-            cur.execute(f"ALTER TABLE {TABLE} REPLICA IDENTITY FULL")
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
@@ -336,7 +326,7 @@ def run_demo(rows: int = 20000, record_format: str = "json", source: str = "post
     try:
         with console.status("starting PostgreSQL, Kafka and Spark's jars"):
             stack.up(with_spark=True)
-        _reset(settings, work, rows, record_format)
+        _reset(settings, work, rows)
         console.print(f"seeded public.{TABLE} with {rows} rows (before the sidecar: only a snapshot can bring them)")
         proc = _start_sidecar(settings, work, record_format)
         console.print(f"sidecar streaming public.{TABLE} → topic {PREFIX}.public.{TABLE} ({record_format} records"

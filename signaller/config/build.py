@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from signaller.config.binlog import BINLOG_CONNECTORS
 from signaller.config.fields import PROPERTIES, Kind, Prop, Status
 from signaller.config.model import SignallerConfig
 from signaller.config.names import declared, family_of, suggestions
@@ -233,8 +234,20 @@ def _postgres_needs_dbname(build: _Build) -> None:
         build.problems.append(problem("database.dbname", None, accepted, NOT_SET))
 
 
+def _binlog_watermarks_need_signal_table(build: _Build) -> None:
+    """The binlog connectors write their snapshot watermarks as rows of the signal table (MariaDB has no
+    transactional log message): without ``signal.data.collection`` only ``read.only=true`` snapshots work."""
+    if build.values.get("connector.class") in BINLOG_CONNECTORS and not build.values.get("signal.data.collection") \
+            and build.values.get("read.only") is not True:
+        accepted = ("a table <database>.<table> with columns id, type, data: required with "
+                    f"connector.class={build.values.get('connector.class')} unless read.only=true (incremental "
+                    "snapshots write their watermarks into it)")
+        build.problems.append(problem("signal.data.collection", None, accepted, NOT_SET))
+
+
 _CROSS_CHECKS: tuple[Callable[[_Build], None], ...] = (
     _postgres_needs_dbname,
+    _binlog_watermarks_need_signal_table,
     _exclusive_lists,
     _queue_larger_than_batch,
     _sink_needs_topic,

@@ -315,6 +315,12 @@ class LogReader(Protocol[ItemT_co]):
         None before the first one of a session that started from the source's own position."""
         ...
 
+    def request_position(self) -> None:
+        """Ask the source to report its log position soon (it comes through :attr:`stream_end` at a later
+        :meth:`poll`), even with nothing to stream; calls closer together than the source's minimum interval
+        do nothing. Moves no durable position."""
+        ...
+
     def acknowledge(self, position: int, /) -> None:
         """Everything up to ``position`` is durable downstream: the source may release its log up to
         there. The only call that moves the source's durable position."""
@@ -355,6 +361,13 @@ class Source(Protocol[ChangeT_co]):
     @property
     def schemas(self) -> TableSchemaProvider[ChangeT_co]:
         """The tables as they are now, on the log reader's schema cache."""
+        ...
+
+    def compile_filter(self, text: str, sql_types: Mapping[str, str], /) -> str:
+        """An ``additional-conditions`` filter checked against a table's columns (``sql_types``: column → the
+        source's type name, as :class:`TableDescription` has them) and returned as normalized SQL of the
+        source's dialect, safe to run without a parameter list; ``SignalError`` saying what is wrong with
+        any other text. Pure; never raises anything else."""
         ...
 
     def prepare(self) -> list[TableId]:

@@ -40,14 +40,10 @@ def _postgres() -> SourceKind:
 
 
 def _mariadb() -> SourceKind:
+    from signaller.sources.mariadb.signal_writer import write_signal as mariadb_write_signal
     from signaller.sources.mariadb.source import MariaDbSource
 
-    def no_signal_writer(config: SignallerConfig, table: TableId, signal: dict[str, Any]) -> None:
-        raise ConfigError("connector.class", config.connector.connector_class,
-                          "a PostgreSQL connector for 'signaller signal send' (MariaDB's signal-table writer is not "
-                          "available yet; use the kafka, file or http signal channel)")
-
-    return SourceKind(MariaDbSource, no_signal_writer)
+    return SourceKind(MariaDbSource, mariadb_write_signal)
 
 
 SOURCES: dict[str, Callable[[], SourceKind]] = {PG_CONNECTOR: _postgres, MARIADB_CONNECTOR: _mariadb,

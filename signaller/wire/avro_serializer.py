@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from fastavro import parse_schema, schemaless_writer
+from fastavro.validation import validate
 
 from signaller.errors import TerminalSinkError
 from signaller.model.events import ChangeEvent, Op
@@ -143,7 +144,7 @@ class AvroTableSerializer:
         self._key_fields = tuple((name, renamed[name]) for name in key_names)
         value = _Encoded(self.envelope_schema, ids, topic, key=False, table=label)
         self._value_id = value.id
-        self._row = _RowEncoder(self.value_schema, emitted, renamed)
+        self._row = _RowEncoder(self.value_schema, emitted, renamed, label)
         self._source_head = b"".join((string_bytes(connector_version), string_bytes(CONNECTOR),
                                       string_bytes(topic_prefix)))
         self._source_db = string_bytes(database)
@@ -253,11 +254,20 @@ def _block(transaction: Mapping[str, Any]) -> bytes:
 
 
 class _RowEncoder:
-    """A row image (column -> payload) as the Avro body of the ``Value`` record."""
+    """A row image (column -> payload) as the Avro body of the ``Value`` record of ``table``.
 
-    __slots__ = ("_convert", "_parsed")
+    A row the schema cannot hold (a value of the wrong kind, a null in a required field) raises
+    :class:`~signaller.errors.TerminalSinkError` naming the table, the column, its Avro type and the value
+    (shortened), as Kafka Connect's converters stop a task on a value that does not fit its schema.
+    """
 
-    def __init__(self, value_schema: Mapping[str, Any], columns: list[str], renamed: Mapping[str, str]) -> None:
+    __slots__ = ("_columns", "_convert", "_fields", "_parsed", "_table")
+
+    def __init__(self, value_schema: Mapping[str, Any], columns: list[str], renamed: Mapping[str, str],
+                 table: str = "?") -> None:
+        self._table = table
+        self._columns = {avro: name for name, avro in renamed.items()}
+        self._fields = value_schema["fields"]
         record = {**value_schema, "optional": False}
         # the Value record on its own: the same binary encoding as the union branch of before/after
         self._parsed = parse_schema(avro_schema(record))
@@ -273,10 +283,36 @@ class _RowEncoder:
             self._convert = rename if convert is None else (lambda row: convert(rename(row)))
 
     def encode(self, row: Mapping[str, Any]) -> bytes:
-        datum = row if self._convert is None else self._convert(row)
-        buffer = io.BytesIO()
-        schemaless_writer(buffer, self._parsed, datum)
+        """The Avro body of ``row``; TerminalSinkError (see the class) if the schema cannot hold it."""
+        try:
+            datum = row if self._convert is None else self._convert(row)
+            buffer = io.BytesIO()
+            schemaless_writer(buffer, self._parsed, datum)
+        except Exception as exc:  # fastavro and the datum converters raise TypeError, ValueError, ...
+            raise self._unencodable(row, exc) from None
         return buffer.getvalue()
+
+    def _unencodable(self, row: Mapping[str, Any], exc: Exception) -> TerminalSinkError:
+        """The error for a row the schema cannot hold, naming the first column whose value does not fit."""
+        column, avro_type = "?", "?"
+        parsed_fields = cast("dict[str, Any]", self._parsed)["fields"]
+        for node, avro_field in zip(self._fields, parsed_fields, strict=True):
+            name = self._columns.get(node["field"], node["field"])
+            try:
+                item = row.get(name)
+                if item is None:
+                    item = node.get("default")  # as the datum converter (Connect's Struct.get) reads a null
+                convert = datum_converter(node)
+                validate(item if convert is None else convert(item), avro_field["type"], raise_errors=True)
+            except Exception:  # ValidationError, or the datum converter's error on this value
+                column, avro_type = name, _type_name(avro_field["type"])
+                break
+        value = row.get(column)
+        shown = repr(value)
+        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        msg = (f"table {self._table}: column {column!r} ({avro_type}) cannot hold {shown} ({type(value).__name__}) "
+               f"in Avro, so the change cannot be written ({exc})")
+        return TerminalSinkError(msg)
 
 
 class AvroRecordSerializer:
@@ -341,3 +377,12 @@ class AvroRecordSerializer:
         """A notification record ``{id}`` → ``payload``."""
         return (self._encoded("notification", NOTIFICATION_KEY_SCHEMA, key=True).encode({"id": notification_id}),
                 self._encoded("notification", NOTIFICATION_VALUE_SCHEMA, key=False).encode(payload))
+
+
+def _type_name(avro_type: Any) -> str:
+    """A short name of a parsed Avro type: ``int``, ``["null", "string"]``, a record's name, ``array``..."""
+    if isinstance(avro_type, list):
+        return "[" + ", ".join(_type_name(branch) for branch in avro_type) + "]"
+    if isinstance(avro_type, dict):
+        return str(avro_type.get("name") or avro_type.get("logicalType") or avro_type.get("type"))
+    return str(avro_type)

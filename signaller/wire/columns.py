@@ -42,12 +42,16 @@ class ColumnCodec:
     * ``emitted``: False for a column Debezium leaves out of its events.
     * ``toast_placeholder``: the payload Debezium emits for an unchanged TOASTed value of this
       column (``None`` where Debezium emits null or nothing valid).
+    * ``null_value``: the payload a NULL of this column becomes: None for an optional column; for a
+      NOT NULL one (whose NULL only a key-only old tuple brings) the schema default, else the type's
+      fallback, as Debezium's converters do, so that the record still fits its schema.
     """
 
     schema: dict[str, Any]
     convert: Converter
     emitted: bool = True
     toast_placeholder: Any = None
+    null_value: Any = None
 
 
 class CodecProvider(Protocol):

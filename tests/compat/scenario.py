@@ -69,6 +69,39 @@ EDGE_ROWS = (
     "ARRAY['infinity'::timestamp], ARRAY['-infinity'::timestamptz], ARRAY['y'::tsvector])",
 )
 
+KEY_ONLY_COLUMNS = (
+    "id integer PRIMARY KEY, c_smallint smallint NOT NULL, c_bigint bigint NOT NULL, "
+    "c_numeric numeric(10, 2) NOT NULL, c_varnum numeric NOT NULL, c_real real NOT NULL, "
+    "c_double double precision NOT NULL, c_bool boolean NOT NULL, "
+    "c_text text NOT NULL, c_varchar varchar(10) NOT NULL, c_char char(3) NOT NULL, c_bytea bytea NOT NULL, "
+    "c_date date NOT NULL, c_time time NOT NULL, c_time3 time(3) NOT NULL, c_timetz timetz NOT NULL, "
+    "c_ts timestamp NOT NULL, c_ts3 timestamp(3) NOT NULL, c_tstz timestamptz NOT NULL, c_interval interval NOT NULL, "
+    "c_uuid uuid NOT NULL, c_json json NOT NULL, c_jsonb jsonb NOT NULL, c_enum {enum} NOT NULL, "
+    "c_int_arr integer[] NOT NULL, c_text_arr text[] NOT NULL, c_inet inet NOT NULL, c_range int4range NOT NULL, "
+    "c_money money NOT NULL, c_bit bit(1) NOT NULL, c_bits bit(8) NOT NULL, c_varbit varbit NOT NULL, "
+    "c_xml xml NOT NULL, c_tsvector tsvector NOT NULL, c_point point NOT NULL, c_line line NOT NULL, "
+    "c_circle circle NOT NULL, c_box box NOT NULL, "
+    "d_int integer NOT NULL DEFAULT 7, d_text text NOT NULL DEFAULT 'dflt', d_numeric numeric(10, 2) NOT NULL "
+    "DEFAULT 1.5, d_bool boolean NOT NULL DEFAULT true, d_date date NOT NULL DEFAULT '2020-01-02', "
+    "d_tstz timestamptz NOT NULL DEFAULT now(), d_uuid uuid NOT NULL DEFAULT gen_random_uuid(), d_seq bigserial, "
+    "n_text text, n_int integer DEFAULT 5"
+)
+"""NOT NULL columns of many types, some with defaults, under PostgreSQL's default replica identity: a DELETE or a
+key-changing UPDATE sends only the key in the old tuple, and Debezium fills each other NOT NULL column of the
+``before`` image with the schema's default, else its type's fallback (``JdbcValueConverters.convertValue``)."""
+KEY_ONLY_ROW = (
+    "INSERT INTO {t} (id, c_smallint, c_bigint, c_numeric, c_varnum, c_real, c_double, c_bool, c_text, c_varchar, "
+    "c_char, c_bytea, c_date, c_time, c_time3, c_timetz, c_ts, c_ts3, c_tstz, c_interval, c_uuid, c_json, c_jsonb, "
+    "c_enum, c_int_arr, c_text_arr, c_inet, c_range, c_money, c_bit, c_bits, c_varbit, c_xml, c_tsvector, c_point, "
+    "c_line, c_circle, c_box, n_text) VALUES ({id}, 3, 4, 5.25, 6.5, 1.5, 2.5, true, 'text', 'vc', 'ch', "
+    "'\\x01'::bytea, '2024-02-29', '13:14:15.123456', '13:14:15.123', '13:14:15+02', '2024-02-29 13:14:15.123456', "
+    "'2024-02-29 13:14:15.123', '2024-02-29 13:14:15.123456+02', '1 day', "
+    "'0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f00', '{{\"a\": 1}}', '{{\"b\": 2}}', 'ok', '{{1,2}}', '{{x,y}}', "
+    "'10.0.0.1', '[1,5)', 12.34, B'1', B'10101010', B'101', '<a/>', 'fat cat', '(1,2)', '{{1,2,3}}', "
+    "'<(1,2),3>', '((0,0),(1,1))', 'nullable')"
+)
+"""One row of the key-only table (``{t}``, ``{id}``); the ``d_`` columns take their defaults."""
+
 
 @dataclass
 class Names:
@@ -101,10 +134,11 @@ class Tables:
     sync: str
     enum: str
     edge: str
+    key_only: str
 
     @property
     def captured(self) -> list[str]:
-        return [self.types, self.composite, self.keyless, self.sync, self.edge]
+        return [self.types, self.composite, self.keyless, self.sync, self.edge, self.key_only]
 
 
 def connector_properties(capture: CaptureEnv, tables: Tables, names: Names) -> dict[str, str]:
@@ -130,7 +164,7 @@ def create_tables(capture: CaptureEnv) -> Tables:
     s = capture.suffix
     enum = capture.create_enum(f"cmp_mood_{s}", ["sad", "ok", "happy"])
     tables = Tables(types=f"cmp_types_{s}", composite=f"cmp_comp_{s}", keyless=f"cmp_nokey_{s}",
-                    sync=f"cmp_sync_{s}", enum=enum, edge=f"cmp_edge_{s}")
+                    sync=f"cmp_sync_{s}", enum=enum, edge=f"cmp_edge_{s}", key_only=f"cmp_keyonly_{s}")
     capture.create_table(TYPES_COLUMNS.format(enum=enum), tables.types)
     capture.create_table("region text, n bigint, label varchar(40), amount numeric(12, 3), "
                          "PRIMARY KEY (region, n)", tables.composite)
@@ -140,6 +174,7 @@ def create_tables(capture: CaptureEnv) -> Tables:
                          "created timestamptz DEFAULT now(), day date DEFAULT CURRENT_DATE, seq serial", tables.sync)
     capture.create_table(EDGE_COLUMNS, tables.edge)
     capture.sql(f"ALTER TABLE {tables.edge} REPLICA IDENTITY FULL")
+    capture.create_table(KEY_ONLY_COLUMNS.format(enum=enum), tables.key_only)  # default replica identity
     return tables
 
 
@@ -192,6 +227,12 @@ def run_dml(capture: CaptureEnv, tables: Tables) -> None:
         sql(f"INSERT INTO {e} VALUES {row}")
     sql(f"UPDATE {e} SET c_tsvector = 'updated' WHERE id IN (1, 2, 3, 4)")  # before images of every value
     sql(f"DELETE FROM {e} WHERE id = 6")
+    o = tables.key_only
+    for row_id in (1, 2, 3):
+        sql(KEY_ONLY_ROW.format(t=o, id=row_id))
+    sql(f"DELETE FROM {o} WHERE id = 1")  # before: the key, and each other column's default or fallback
+    sql(f"UPDATE {o} SET id = 20, c_text = 'moved' WHERE id = 2")  # key change: the same before, in the delete
+    sql(f"UPDATE {o} SET c_text = 'plain' WHERE id = 3")  # no old tuple: before is null
 
 
 def signals(tables: Tables) -> list[tuple[str, str]]:
@@ -316,9 +357,9 @@ def run_sides(capture: CaptureEnv, workdir: Path, avro: bool, timeout_s: float =
         # source.sequence[0] (the previous commit) differs by design; the others follow it.
         end_marker = ("INSERT INTO {t} (id) VALUES (1000)", "INSERT INTO {t} (region, n) VALUES ('zz', 1000)",
                       "INSERT INTO {t} (a) VALUES (1000)", "INSERT INTO {t} (id) VALUES (1000)",
-                      "INSERT INTO {t} (id) VALUES (1000)")
+                      "INSERT INTO {t} (id) VALUES (1000)", KEY_ONLY_ROW.replace("{id}", "1000"))
         capture.sql(end_marker[3].format(t=tables.sync))
-        for index in (0, 1, 2, 4):
+        for index in (0, 1, 2, 4, 5):
             capture.sql(end_marker[index].format(t=tables.captured[index]))
         outputs = []
         for side in sides:

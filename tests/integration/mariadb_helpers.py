@@ -57,6 +57,7 @@ class MariaEnv:
             "topic.prefix": self.prefix,
             "table.include.list": ",".join(f"{self.db}.{t}" for t in (tables or [self.table])),
             "snapshot.mode": "no_data",
+            "read.only": "true",  # no signal table: snapshots (none here) would be read-only
             "kafka.bootstrap.servers": self.stack.bootstrap_servers,
             "offset.storage": "file",
             "offset.storage.file.filename": str(self.offsets_file),

@@ -169,3 +169,49 @@ def test_unreachable_registry_is_retried_and_nothing_is_lost(capture: CaptureEnv
     finally:
         topic.close()
     assert [value["after"]["id"] for _, value, _ in records] == [1, 2]
+
+
+KEY_ONLY_TABLE = ("id int PRIMARY KEY, qty int NOT NULL, price numeric(10,2) NOT NULL, note text NOT NULL, "
+                  "flag boolean NOT NULL, at timestamptz NOT NULL, day date NOT NULL, tags text[] NOT NULL, "
+                  "raw bytea NOT NULL, label text NOT NULL DEFAULT 'none', n int NOT NULL DEFAULT 7, opt text")
+KEY_ONLY_BEFORE = {"qty": 0, "price": "AA==", "note": "", "flag": False, "at": "1970-01-01T00:00:00Z", "day": 0,
+                   "tags": [], "raw": "", "label": "none", "n": 7, "opt": None}
+"""What Debezium writes for the columns a key-only old tuple leaves out: the schema default, else the type's
+fallback (``JdbcValueConverters.convertValue``), null in a nullable column (tests/compat proves it side by side)."""
+
+
+def test_default_replica_identity_delete_fills_not_null_columns_in_json_and_avro(
+        capture: CaptureEnv, schema_registry: str) -> None:
+    """A DELETE and a key-changing UPDATE under the default replica identity: the before image holds the key and,
+    for every other NOT NULL column, Debezium's fallback; the JSON record fits its schema (no null in a required
+    field) and the Avro sidecar writes the same records and keeps running."""
+    capture.create_table(KEY_ONLY_TABLE)
+    slot, publication, prefix = capture.variant("avro")
+    json_car = capture.start_streaming()
+    avro_car = capture.start_streaming(capture.sidecar(avro_config(capture, schema_registry, slot=slot,
+                                                                   publication=publication, prefix=prefix),
+                                                       label="avro"))
+    for row_id in (1, 2):
+        capture.sql(f"INSERT INTO {capture.table} (id, qty, price, note, flag, at, day, tags, raw, opt) VALUES "
+                    f"({row_id}, 3, 9.99, 'x', true, '2024-03-01 10:00+00', '2024-03-01', '{{a}}', '\\x01', 'o')")
+    capture.sql(f"DELETE FROM {capture.table} WHERE id = 1")
+    capture.sql(f"UPDATE {capture.table} SET id = 20 WHERE id = 2")  # delete + tombstone + create
+    json_records = capture.reader().wait_for_count(7, 60, json_car.log_tail)
+    deletes = [r for r in json_records if not r.tombstone and r.payload["op"] == "d"]
+    assert [r.payload["before"] for r in deletes] == [{"id": 1, **KEY_ONLY_BEFORE}, {"id": 2, **KEY_ONLY_BEFORE}]
+    before_schema = next(f for f in deletes[0].value["schema"]["fields"] if f["field"] == "before")
+    for member in before_schema["fields"]:
+        assert member["optional"] or deletes[0].payload["before"][member["field"]] is not None, member
+    registry = SchemaRegistryClient(schema_registry)
+    topic = AvroTopic(capture, capture.topic(prefix=prefix), registry)
+    try:
+        avro_records = topic.wait_for(7)
+    finally:
+        topic.close()
+    assert avro_car.alive(), avro_car.log_tail()
+    for json_record, (key, value, _) in zip(json_records, avro_records, strict=True):
+        assert _bytes_as_base64(key) == json_record.key_payload
+        if json_record.tombstone:
+            assert value is None
+        else:
+            assert _comparable(_bytes_as_base64(value)) == _comparable(json_record.payload)

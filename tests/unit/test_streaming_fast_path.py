@@ -153,7 +153,7 @@ def described(item: Item) -> Any:
     """An item as comparable data: change events with row key order, plans by table and slots."""
     if isinstance(item, Change):
         rows = [None if row is None else list(row) for row in (item.event.before, item.event.after)]
-        slots = [(index, name) for index, name, _, _ in item.plan.slots]
+        slots = [(slot[0], slot[1]) for slot in item.plan.slots]
         return ("change", item.event, rows, item.plan.table_id, item.plan.schema, slots, item.plan.key_names)
     return item
 
@@ -249,7 +249,7 @@ def test_serialize_streamed_matches_key_and_value(options: dict[str, Any], with_
     assert {c.op for c in changes} == {Op.CREATE, Op.UPDATE, Op.DELETE, Op.TRUNCATE}
     for number, (change, serializer) in enumerate(serializers(changes, **options)):
         assert change.tx is not None
-        assert tuple(name for _, name, _, _ in change.plan.slots) == serializer.value_names
+        assert tuple(slot[1] for slot in change.plan.slots) == serializer.value_names
         now = 1_787_392_800_201_456 + number
         block = transaction_block(f"{change.tx.xid}:{change.tx.commit_lsn}", number + 1, 1) if with_block else None
         got = serializer.serialize_streamed(change.op, change.before, change.after, change.lsn or 0, change.tx,

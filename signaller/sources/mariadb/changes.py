@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pymysqlreplication.constants.NONE_SOURCE import EMPTY_SET
+
 from signaller.config import SignallerConfig
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sources.mariadb.catalog import SYSTEM_DATABASES, Catalog
@@ -55,13 +57,15 @@ class BinlogChange:
 
     @property
     def event(self) -> ChangeEvent:
-        """The change as a ``ChangeEvent`` (made on first use; ``tx_id`` None: the GTID is not an int64)."""
+        """The change as a ``ChangeEvent`` (made on first use; ``tx_id`` is the transaction's GTID as a number,
+        :func:`~signaller.sources.mariadb.positions.gtid_number`: what a read-only snapshot's visibility compares;
+        the wire format takes the GTID from the source block, never from ``tx_id``)."""
         event = self._built
         if event is None:
             tx = self.tx
             event = self._built = ChangeEvent(
                 self.op, self.table, self.before, self.after, self.lsn, None if tx is None else self.lsn,
-                None if tx is None else tx.last_commit_lsn, None,
+                None if tx is None else tx.last_commit_lsn, None if tx is None else tx.xid,
                 self.ts_us or (tx.commit_ts_us if tx is not None else 0))
         return event
 
@@ -92,8 +96,11 @@ class TablePlan:
         """The keys of the rows this plan builds, in order."""
         return tuple(name for name, _ in self.converters)
 
-    def row(self, values: dict[str, Any]) -> dict[str, Any]:
-        """One row image from the binlog client's ``{column: value}``."""
+    def row(self, values: dict[str, Any], none_sources: dict[str, str] | None = None) -> dict[str, Any]:
+        """One row image from the binlog client's ``{column: value}``; ``none_sources`` is the client's reason per
+        None value: an empty ``SET`` (which it gives as None) is the empty set, not SQL NULL."""
+        if none_sources:
+            values = {**values, **{name: set() for name, why in none_sources.items() if why == EMPTY_SET}}
         return {name: None if (value := values.get(name)) is None else convert(value)
                 for name, convert in self.converters}
 
@@ -103,11 +110,13 @@ class TablePlan:
         kind = type(event).__name__
         for index, row in enumerate(event.rows):
             if kind == "WriteRowsEvent":
-                op, before, after = Op.CREATE, None, self.row(row["values"])
+                op, before, after = Op.CREATE, None, self.row(row["values"], row.get("none_sources"))
             elif kind == "DeleteRowsEvent":
-                op, before, after = Op.DELETE, self.row(row["values"]), None
+                op, before, after = Op.DELETE, self.row(row["values"], row.get("none_sources")), None
             else:
-                op, before, after = Op.UPDATE, self.row(row["before_values"]), self.row(row["after_values"])
+                op = Op.UPDATE
+                before = self.row(row["before_values"], row.get("before_none_sources"))
+                after = self.row(row["after_values"], row.get("after_none_sources"))
             yield BinlogChange(self, op, before, after, lsn, tx, pos, index, query, ts_us, server)
 
 

@@ -28,7 +28,6 @@ engine to fetch the rest in slices between stream batches. Not thread-safe; keep
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,47 +35,19 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from signaller.errors import SourceError, TerminalSourceError
+from signaller.errors import SignallerError, SourceError, TerminalSourceError
 from signaller.model import TableId
 from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkTable, Key, RawRow
 from signaller.sources.mariadb.chunk_sql import chunk_query, count_query, max_key_query, quote_ident, quote_literal
 from signaller.sources.mariadb.connection import Endpoint, connect, translate
+from signaller.sources.mariadb.positions import GtidSet, gtid_domain, gtid_sequence, position, transaction_number
 from signaller.sources.watermarks import debezium_metadata_text
 
-__all__ = ["GtidVisibility", "MariaDbChunkReader", "binlog_position", "parse_gtid_position", "transaction_number"]
+__all__ = ["GtidVisibility", "MariaDbChunkReader", "transaction_number"]
 
 CURSOR_WRITE_TIMEOUT_S = 3600
 """``net_write_timeout`` of the streaming connection: how long the server waits for the engine to fetch
 the next slice of a chunk (MariaDB's default, 60 s, would end the read between slow stream batches)."""
-_GTID = re.compile(r"([0-9]+)-([0-9]+)-([0-9]+)")
-
-
-def transaction_number(domain: int, sequence: int) -> int:
-    """The transaction number a MariaDB transaction ``domain-server-sequence`` has in the stream
-    (``TransactionBegin.xid``, ``ChangeEvent.tx_id``): the domain in the high bits, its sequence below,
-    so numbers of one domain are ordered like its binlog."""
-    return (domain << 64) | sequence
-
-
-def binlog_position(file: str, position: int) -> int:
-    """A binlog file and offset as one integer ordered like the log: the file's number (its name's
-    numeric suffix, ``mariadb-bin.000042`` → 42) in the high bits, the offset below."""
-    number = file.rsplit(".", 1)[-1]
-    if not number.isdigit():
-        raise TerminalSourceError(f"binlog file name {file!r} has no numeric suffix (expected <base>.<number>)")
-    return (int(number) << 32) | position
-
-
-def parse_gtid_position(text: str) -> dict[int, int]:
-    """A GTID position (``0-1-100,1-2-7``: one ``domain-server-sequence`` per domain) as ``{domain: sequence}``;
-    ``SourceError`` for any other text."""
-    position: dict[int, int] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        match = _GTID.fullmatch(part)
-        if match is None:
-            raise TerminalSourceError(f"GTID position {text!r} is not domain-server-sequence[,...]")
-        position[int(match[1])] = int(match[3])
-    return position
 
 
 @dataclass(frozen=True)
@@ -86,9 +57,15 @@ class GtidVisibility:
 
     position: dict[int, int]
 
+    @classmethod
+    def of(cls, text: str) -> GtidVisibility:
+        """The visibility of a read at GTID position ``text`` (``0-1-100,1-2-7``); ``StateError`` if malformed."""
+        return cls({domain: sequence for domain, _server, sequence in GtidSet.parse(text).domains})
+
     def sees(self, tx_id: int) -> bool:
-        """Whether transaction ``tx_id`` (a :func:`transaction_number`) committed before the read's snapshot."""
-        return (tx_id & ((1 << 64) - 1)) <= self.position.get(tx_id >> 64, 0)
+        """Whether transaction ``tx_id`` (the stream's :func:`~signaller.sources.mariadb.positions.gtid_number`)
+        committed before the read's snapshot (the server part of the number is not compared)."""
+        return gtid_sequence(tx_id) <= self.position.get(gtid_domain(tx_id), 0)
 
 
 def _raw(rows: Iterable[Sequence[Any]]) -> list[RawRow]:
@@ -101,10 +78,11 @@ class MariaDbChunkReader(ChunkReader):
     :class:`~signaller.sources.base.ChunkReader` for the contract)."""
 
     def __init__(self, endpoint: Endpoint, signal_table: TableId | None, strategy: str,
-                 position_of: Callable[[str, int], int] = binlog_position) -> None:
+                 position_of: Callable[[str, int], int] = position) -> None:
         """Connect (at the first call) to ``endpoint``; watermarks go to ``signal_table`` with Debezium's
         ``incremental.snapshot.watermarking.strategy`` ``strategy``; ``position_of`` maps a binlog file and
-        offset to the stream's integer position (the read-only high watermark)."""
+        offset to the stream's integer position (the read-only high watermark; by default the stream's own
+        :func:`~signaller.sources.mariadb.positions.position`)."""
         self._endpoint = endpoint
         self._signal_table = signal_table
         self._strategy = strategy
@@ -237,8 +215,8 @@ class MariaDbChunkReader(ChunkReader):
             raise ChunkQueryError(f"{doing}: MariaDB has no GTID for binlog position {file}:{offset} "
                                   "(BINLOG_GTID_POS is NULL): read-only snapshots need GTIDs")
         try:
-            return rows, GtidVisibility(parse_gtid_position(gtid)), self._position_of(file, int(offset))
-        except SourceError as exc:
+            return rows, GtidVisibility.of(str(gtid)), self._position_of(file, int(offset))
+        except SignallerError as exc:
             raise ChunkQueryError(f"{doing}: {exc}") from exc
 
     # -- watermarks -----------------------------------------------------------------------

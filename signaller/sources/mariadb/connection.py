@@ -18,6 +18,7 @@ import pymysql.converters
 
 from signaller.config import SignallerConfig
 from signaller.errors import SourceError, TerminalSourceError, TransientSourceError
+from signaller.sources.mariadb.catalog import connection_settings
 from signaller.sources.mariadb.chunk_sql import SESSION_SQL_MODE, quote_literal
 
 __all__ = ["Endpoint", "connect", "translate"]
@@ -41,10 +42,11 @@ class Endpoint:
 
     @classmethod
     def of(cls, config: SignallerConfig) -> Endpoint:
-        """The endpoint of ``config``'s ``database.*`` settings."""
-        database = config.database
-        password = database.password.reveal() if database.password else ""
-        return cls(database.hostname, database.port, database.user, password, database.dbname or None)
+        """The endpoint of ``config``'s ``database.*`` settings, as the binlog stream connects
+        (:func:`~signaller.sources.mariadb.catalog.connection_settings`: ``database.port`` defaults to
+        3306; MariaDB has no ``database.dbname``: statements name each table's database)."""
+        settings = connection_settings(config)
+        return cls(settings["host"], settings["port"], settings["user"], settings["password"])
 
 
 def translate(exc: Exception, doing: str) -> SourceError:

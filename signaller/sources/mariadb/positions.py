@@ -89,7 +89,23 @@ def gtid_number(domain: int, server: int, sequence: int) -> int:
 
 def gtid_of_number(number: int) -> str:
     """:func:`gtid_text` of a :func:`gtid_number`."""
-    return gtid_text(number >> 96, (number >> 64) & 0xFFFFFFFF, number & 0xFFFFFFFFFFFFFFFF)
+    return gtid_text(gtid_domain(number), (number >> 64) & 0xFFFFFFFF, gtid_sequence(number))
+
+
+def gtid_domain(number: int) -> int:
+    """The replication domain of a :func:`gtid_number`."""
+    return number >> 96
+
+
+def gtid_sequence(number: int) -> int:
+    """The sequence number (within its domain) of a :func:`gtid_number`."""
+    return number & 0xFFFFFFFFFFFFFFFF
+
+
+def transaction_number(domain: int, sequence: int) -> int:
+    """The :func:`gtid_number` of transaction ``sequence`` of ``domain`` when its server does not matter (what a
+    visibility check compares: within a domain, sequences order the binlog whatever server wrote them)."""
+    return gtid_number(domain, 0, sequence)
 
 
 @dataclass(frozen=True)

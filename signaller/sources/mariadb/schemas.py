@@ -6,8 +6,9 @@ user tables (every database but the server's own), describes one (columns in ord
 the row estimate of ``information_schema.TABLES``), and makes the :class:`MariaDbTableRows` that turn a
 chunk row (the server's text) into the row values the stream produces: each value parsed into the
 Python value the binlog client gives (``row_text.binlog_value``), then through the same values
-conversion as streamed rows (the ``convert`` the source bundle passes in: the stream's
-value-to-Debezium function; :func:`unconverted` until it is wired).
+conversion as streamed rows (``convert_for``, which the source bundle passes in: the stream's
+value-to-Debezium functions of the table's plan; without it, ``convert``, by default :func:`unconverted`:
+the binlog client's values as they are).
 
 Call it on the capture loop's thread; it raises ``SourceError`` when the catalog cannot be read and
 reconnects at the next call. It keeps no state: on restart a new session builds a new one.
@@ -35,6 +36,8 @@ SYSTEM_DATABASES = ("mysql", "information_schema", "performance_schema", "sys")
 
 ValueConversion = Callable[[MariaDbColumn, Any], Any]
 """The stream's values conversion: a column and the binlog client's Python value → the event's value."""
+ConversionFor = Callable[["MariaDbTableInfo"], ValueConversion]
+"""The stream's values conversion of one described table (``SourceError`` when it has none)."""
 ReadWrapper = Callable[[ChangeEvent, "MariaDbTableInfo"], ChangeT]
 """How a READ event of a described table becomes the stream's change type."""
 
@@ -101,13 +104,15 @@ class MariaDbSchemaProvider(TableSchemaProvider[ChangeT], Generic[ChangeT]):
     """Tables as ``information_schema`` describes them now (see the module docstring)."""
 
     def __init__(self, endpoint: Endpoint, capture: CaptureSection, wrap: ReadWrapper[ChangeT],
-                 convert: ValueConversion = unconverted) -> None:
+                 convert: ValueConversion = unconverted, convert_for: ConversionFor | None = None) -> None:
         """Read the catalog at ``endpoint``; select the columns ``capture`` captures; READ events become
-        the stream's changes with ``wrap``; values go through ``convert`` (the stream's conversion)."""
+        the stream's changes with ``wrap``; values go through ``convert_for(table)`` (the stream's conversion of
+        that table) when given, else through ``convert``."""
         self._endpoint = endpoint
         self._capture = capture
         self._wrap = wrap
         self._convert = convert
+        self._convert_for = convert_for
         self._conn: Any = None
 
     def close(self) -> None:
@@ -163,10 +168,12 @@ class MariaDbSchemaProvider(TableSchemaProvider[ChangeT], Generic[ChangeT]):
 
     def rows_for(self, table: TableDescription) -> MariaDbTableRows[ChangeT]:
         """How chunk rows of ``table`` (a ``MariaDbTableInfo`` from :meth:`describe`; ``TypeError`` for any
-        other description) become change-event rows: its captured columns, in table order."""
+        other description) become change-event rows: its captured columns, in table order; ``SourceError`` when
+        ``convert_for`` refuses the table."""
         if not isinstance(table, MariaDbTableInfo):
             msg = f"{type(table).__name__} is not a description of a MariaDB table (MariaDbTableInfo)"
             raise TypeError(msg)
         db, name = table.table_id.schema, table.table_id.table
         captured = tuple(c for c in table.columns if self._capture.is_column_captured(db, name, c.name))
-        return MariaDbTableRows(table, captured, self._convert, self._wrap)
+        convert = self._convert if self._convert_for is None else self._convert_for(table)
+        return MariaDbTableRows(table, captured, convert, self._wrap)

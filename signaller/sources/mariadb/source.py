@@ -1,11 +1,19 @@
-"""MariaDB as a :class:`~signaller.sources.base.Source`: the catalog connection, the binlog log reader, and
-(until the MariaDB snapshot side is plugged in) a snapshot side that refuses incremental snapshots clearly.
+"""MariaDB as a :class:`~signaller.sources.base.Source`: the catalog connection, the binlog log reader, the
+chunk reader and the schema provider of one capture session, built together.
 
 Built by :func:`signaller.sources.registry.open_source` for ``connector.class``
 ``io.debezium.connector.mariadb.MariaDbConnector`` or ``io.debezium.connector.mysql.MySqlConnector``
 (the ``source`` block names ``mariadb`` or ``mysql`` accordingly). :meth:`MariaDbSource.prepare` checks the
 server's binlog settings. One session only; the offset store holds the resume state (Debezium's MySQL
 offset keys, :meth:`MariaDbSource.offset_keys`).
+
+The stream and the snapshot share one :class:`~signaller.sources.mariadb.changes.TablePlans`: a chunk row is
+parsed into the binlog client's values (``row_text``) and converted by the same plan's converters as the
+table's streamed rows, and a READ is a :class:`~signaller.sources.mariadb.changes.BinlogChange` of that plan,
+so READs and streamed changes of one row carry the same schema, key and values. Positions (the read-only
+high watermark) and transaction numbers (the read-only visibility) are ``positions``' definitions, the
+stream's. Filters (``additional-conditions``) are checked in MariaDB's dialect
+(:func:`~signaller.signals.mariadb_filters.compile_mariadb_filter`).
 """
 
 from __future__ import annotations
@@ -14,32 +22,20 @@ from typing import Any
 
 from signaller.config import SignallerConfig
 from signaller.config.binlog import MYSQL_CONNECTOR
-from signaller.errors import ConfigError, TerminalSourceError
-from signaller.model import TableId
+from signaller.errors import TerminalSourceError
+from signaller.model import ChangeEvent, TableId
+from signaller.signals.mariadb_filters import compile_mariadb_filter
 from signaller.sources.base import Source
 from signaller.sources.mariadb.catalog import Catalog
-from signaller.sources.mariadb.changes import BinlogChange, TablePlans
-from signaller.sources.mariadb.positions import gtid_of_number
+from signaller.sources.mariadb.changes import BinlogChange, TablePlan, TablePlans
+from signaller.sources.mariadb.chunks import MariaDbChunkReader
+from signaller.sources.mariadb.connection import Endpoint
+from signaller.sources.mariadb.positions import gtid_of_number, position
 from signaller.sources.mariadb.reader import MariaDbLogReader
+from signaller.sources.mariadb.row_text import MariaDbColumn
+from signaller.sources.mariadb.schemas import MariaDbSchemaProvider, MariaDbTableInfo, ValueConversion
 from signaller.sources.mariadb.source_block import BinlogSourceBlock
 from signaller.sources.mariadb.values import TypeModes
-
-_NO_SNAPSHOTS = ("incremental snapshots of MariaDB are not available in this build yet (issue 16: the MariaDB "
-                 "chunk reader and schema provider)")
-
-
-class _NoSnapshots:
-    """The snapshot side until MariaDB's chunk reader and schema provider exist: every query refuses with a
-    terminal error naming what is missing; ``close`` does nothing."""
-
-    def __getattr__(self, name: str) -> Any:
-        def refuse(*_args: Any, **_kwargs: Any) -> Any:
-            raise TerminalSourceError(_NO_SNAPSHOTS)
-
-        return refuse
-
-    def close(self) -> None:
-        """Nothing to close."""
 
 
 def type_modes(config: SignallerConfig) -> TypeModes:
@@ -61,7 +57,12 @@ class MariaDbSource(Source[BinlogChange]):
         self.catalog = Catalog(config)
         self._plans = TablePlans(config, Catalog(config), type_modes(config))
         self._log = MariaDbLogReader(config, self.catalog, self._plans)
-        self._snapshots = _NoSnapshots()
+        endpoint = Endpoint.of(config)
+        snapshot = config.snapshot
+        self._chunks = MariaDbChunkReader(endpoint, snapshot.signal_data_collection,
+                                          snapshot.watermarking_strategy.value, position_of=position)
+        self._schemas: MariaDbSchemaProvider[BinlogChange] = MariaDbSchemaProvider(
+            endpoint, config.capture, self._read_change, convert_for=self._conversion)
         connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
         self._block = BinlogSourceBlock(connector, config.topics.prefix, self._log.file_name)
 
@@ -76,14 +77,46 @@ class MariaDbSource(Source[BinlogChange]):
         return self._log
 
     @property
-    def chunks(self) -> Any:
-        """The snapshot's side (see :class:`_NoSnapshots`)."""
-        return self._snapshots
+    def chunks(self) -> MariaDbChunkReader:
+        """Chunk queries and watermarks on their own connection."""
+        return self._chunks
 
     @property
-    def schemas(self) -> Any:
-        """The snapshot's side (see :class:`_NoSnapshots`)."""
-        return self._snapshots
+    def schemas(self) -> MariaDbSchemaProvider[BinlogChange]:
+        """The catalog's tables; their rows converted by the stream's table plans."""
+        return self._schemas
+
+    compile_filter = staticmethod(compile_mariadb_filter)
+    """``additional-conditions`` checked and normalized in MariaDB's dialect."""
+
+    def _plan(self, table: TableId) -> TablePlan:
+        plan = self._plans.plan(table)
+        if plan is None:
+            msg = f"{table} is not captured (or no longer exists): its rows have no stream schema"
+            raise TerminalSourceError(msg)
+        return plan
+
+    def _read_change(self, event: ChangeEvent, info: MariaDbTableInfo) -> BinlogChange:
+        """A READ of ``info``'s table as a change of the stream's plan (same output, schema and key)."""
+        return BinlogChange.from_event(self._plan(info.table_id), event)
+
+    def _conversion(self, info: MariaDbTableInfo) -> ValueConversion:
+        """The stream's conversion of ``info``'s columns: its plan's converters, one per captured column;
+        ``TerminalSourceError`` when the catalog's captured columns are not the plan's (the table was altered
+        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``)."""
+        plan = self._plan(info.table_id)
+        db, name = info.table_id.schema, info.table_id.table
+        captured = tuple(c.name for c in info.columns if self._config.capture.is_column_captured(db, name, c.name))
+        if captured != plan.row_columns:
+            msg = (f"the columns of {info.table_id} are {list(captured)} now but the stream converts "
+                   f"{list(plan.row_columns)} (altered since its plan was made): snapshot it again")
+            raise TerminalSourceError(msg)
+        converters = dict(plan.converters)
+
+        def convert(column: MariaDbColumn, value: Any) -> Any:
+            return None if value is None else converters[column.name](value)
+
+        return convert
 
     @property
     def source_block(self) -> BinlogSourceBlock:
@@ -91,12 +124,10 @@ class MariaDbSource(Source[BinlogChange]):
         return self._block
 
     def prepare(self) -> list[TableId]:
-        """Check the binlog settings (``TerminalSourceError`` naming each missing one) and ``snapshot.mode``; the
-        captured tables, sorted."""
-        mode = self._config.snapshot.mode.value
-        if mode != "no_data":
-            raise ConfigError("snapshot.mode", mode, "no_data (or never) for MariaDB until its snapshot side is "
-                              "available (issue 16); the stream then starts at the server's current position")
+        """Check the binlog settings (``TerminalSourceError`` naming each missing one); the captured tables, sorted.
+        Every ``snapshot.mode`` is accepted: ``initial``/``when_needed`` queue an incremental snapshot of the
+        captured tables at the first start (the capture loop's), the stream starting at the server's current
+        position in every mode."""
         self.catalog.check_binlog()
         return [table for table in self.catalog.tables() if self._plans.is_captured(table)]
 
@@ -119,5 +150,6 @@ class MariaDbSource(Source[BinlogChange]):
         return {}
 
     def close(self) -> None:
-        """Close the catalog connections; never raises."""
+        """Close the catalog connections (the schema provider's too); never raises."""
         self.catalog.close()
+        self._schemas.close()

@@ -58,7 +58,9 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   ``extensions`` ``{"type": "<typname>"}`` (and ``"closed"`` for a path)
   (:mod:`~signaller.sources.postgres.geometric`); PostGIS ``geometry`` -> the same ``Geometry``
   with the value's EWKB as ``wkb``, its SRID and null ``extensions``; ``geography`` ->
-  ``io.debezium.data.geometry.Geography`` version 1 ``{wkb, srid}``; ``int2vector``/``oidvector`` -> arrays of required
+  ``io.debezium.data.geometry.Geography`` version 1 ``{wkb, srid}``; the ``Geometry``, ``Circle`` and ``Line``
+  schemas are optional even for a NOT NULL column (Debezium's builders declare them so);
+  ``int2vector``/``oidvector`` -> arrays of required
   int16/int64 with the vector's numbers (Debezium 3.7 writes ``[]``: the README's allow-list);
   ``tsvector`` -> ``io.debezium.data.Tsvector`` (PostgreSQL's text), ``tsvector[]`` items required.
 * ``hstore`` (extension) per ``hstore.handling.mode``: ``io.debezium.data.Json`` string (``json``)
@@ -86,6 +88,12 @@ Mapping (Debezium ``PostgresValueConverter``/``JdbcValueConverters``, PostgreSQL
   items, each element's bytes, except the arrays Debezium never emits (``money[]``, ``name[]``,
   ``interval[]``, ``varbit[]``, ``xml[]``, ``point[]``, ``refcursor[]``).
 
+NULL in a NOT NULL column
+-------------------------
+A key-only old tuple (default replica identity: DELETE, key-changing UPDATE) brings NULL for every
+other column. Each codec's ``null_value`` is what such a NULL becomes: None in a nullable column, else
+the schema default, else Debezium's per-type fallback (:mod:`~signaller.sources.postgres.fallbacks`).
+
 Inexpressible values
 --------------------
 A valid PostgreSQL value the configured mode cannot express never stops capture: ``convert``
@@ -112,7 +120,7 @@ plumbing; :mod:`signaller.wire` renders what Debezium renders.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from signaller.errors import ConfigError
@@ -125,6 +133,7 @@ from signaller.sources.postgres.arrays import (
     int_vector_builder,
 )
 from signaller.sources.postgres.conversion import tolerant
+from signaller.sources.postgres.fallbacks import null_value
 from signaller.sources.postgres.geometric import GEOMETRIC_BUILDERS
 from signaller.sources.postgres.hstore import build_hstore
 from signaller.sources.postgres.scalars import (
@@ -313,43 +322,46 @@ def _array_codec(column: Column, element: str, modes: TypeModes, label: str, tab
 
 def codec_for(column: Column, modes: TypeModes, table: str = "") -> ColumnCodec:
     """Build the :class:`ColumnCodec` of ``column`` (of ``table``, ``schema.table``, named in
-    warnings) under ``modes`` (see module docstring)."""
+    warnings) under ``modes`` (see module docstring); its ``null_value`` is what a NULL becomes
+    (:func:`~signaller.sources.postgres.fallbacks.null_value`)."""
+    codec, canonical = _codec(column, modes, table)
+    if column.optional or not codec.emitted:
+        return codec
+    fallback = null_value(column, canonical, codec.schema, codec.convert, modes.money_fraction_digits)
+    return replace(codec, null_value=fallback)
+
+
+def _codec(column: Column, modes: TypeModes, table: str) -> tuple[ColumnCodec, str]:
+    """The codec of ``column`` and its kind for the null fallback (canonical type name, ``array``,
+    ``enum`` or ``unknown``)."""
     label = f"column {column.name!r} ({column.type_name})"
     element = _array_element_name(column)
     if element is not None:
-        return _array_codec(column, _canonical(element), modes, label, table)
+        return _array_codec(column, _canonical(element), modes, label, table), "array"
     if column.enum_values is not None:
         node, convert = build_enum(column, modes, label)
-        placeholder: Any = UNAVAILABLE_VALUE_PLACEHOLDER
-    else:
-        canonical = _canonical(column.type_name)
-        builder = _BUILDERS.get(canonical)
-        if builder is None:
-            return _omitted(column, modes, label)
-        node, convert = builder(column, modes, label)
-        placeholder = _scalar_placeholder(canonical, node, modes)
-    node = _with_default(with_optional(node, column.optional), column, convert)
-    if column.enum_values is None and (
-        canonical == "timestamp" or (canonical == "numeric" and modes.decimal_handling == "precise")
-    ):
-        convert = tolerant(convert, column, table, _fallback(node, column, convert, canonical))
-    return ColumnCodec(node, convert, True, placeholder)
+        node = _with_default(with_optional(node, column.optional), column, convert)
+        return ColumnCodec(node, convert, True, UNAVAILABLE_VALUE_PLACEHOLDER), "enum"
+    canonical = _canonical(column.type_name)
+    builder = _BUILDERS.get(canonical)
+    if builder is None:
+        return _omitted(column, modes, label), "unknown"
+    node, convert = builder(column, modes, label)
+    placeholder = _scalar_placeholder(canonical, node, modes)
+    optional = column.optional or node.get("name") in _ALWAYS_OPTIONAL
+    node = _with_default(with_optional(node, optional), column, convert)
+    if canonical == "timestamp" or (canonical == "numeric" and modes.decimal_handling == "precise"):
+        # an inexpressible value becomes what a NULL becomes (Debezium's convertValue fallback)
+        convert = tolerant(convert, column, table, null_value(column, canonical, node, convert))
+    return ColumnCodec(node, convert, True, placeholder), canonical
 
 
-_ZERO_TEXT: Final[Mapping[str, str]] = {"numeric": "0", "timestamp": "1970-01-01 00:00:00"}
-"""The scalar types whose valid values may be inexpressible (numeric NaN/±Infinity with
-``precise``, timestamps beyond int64 µs), with the text of the zero a NOT NULL column gets."""
-
-
-def _fallback(node: dict[str, Any], column: Column, convert: Converter, canonical: str) -> Any:
-    """What an inexpressible value becomes: null in an optional column; in a NOT NULL one the
-    schema default, else the type's zero (Debezium's ``JdbcValueConverters.convertValue``
-    fallback), so that the record still validates against its schema."""
-    if column.optional:
-        return None
-    if "default" in node:
-        return node["default"]
-    return convert(_ZERO_TEXT[canonical])
+_ALWAYS_OPTIONAL: Final = frozenset({
+    "io.debezium.data.geometry.Geometry", "io.debezium.data.geometry.Circle", "io.debezium.data.geometry.Line",
+})
+"""Schemas Debezium declares optional even for a NOT NULL column: the ``Geometry``, ``Circle`` and ``Line``
+builders call ``optional()`` themselves (``io/debezium/data/geometry/*.java``; ``Point`` and ``Geography`` do
+not). The values of a NOT NULL column still get the fallback (:mod:`~signaller.sources.postgres.fallbacks`)."""
 
 
 def _with_default(node: dict[str, Any], column: Column, convert: Converter) -> dict[str, Any]:

@@ -42,13 +42,15 @@ class RelationPlan:
     """How to turn one relation version's tuples into Debezium rows.
 
     ``schema`` holds only captured columns; ``slots`` lists ``(tuple index, name, convert,
-    placeholder)`` for each of them; ``codecs`` feeds the serializer.
+    placeholder, null value)`` for each of them (the null value: what a NULL becomes, None but in a
+    NOT NULL column, see :attr:`~signaller.wire.columns.ColumnCodec.null_value`); ``codecs`` feeds
+    the serializer.
     """
 
     table_id: TableId
     schema: TableSchema
     codecs: dict[str, ColumnCodec]
-    slots: tuple[tuple[int, str, Callable[[str], Any], Any], ...]
+    slots: tuple[tuple[int, str, Callable[[str], Any], Any, Any], ...]
     key_names: tuple[str, ...]
 
     @property
@@ -130,6 +132,8 @@ class Change:
 
 
 MESSAGE_PREFIX = "signaller"
+POSITION_REQUEST_S = 0.01
+"""The shortest interval between two ``request_position`` status updates."""
 """Logical decoding messages with this prefix are surfaced as ``LogicalMessage`` items."""
 
 Item = Change | TxBegin | TxCommit | LogicalMessage
@@ -160,20 +164,21 @@ def make_plan(
     codecs = {c.name: codec_for(c, modes, str(table)) for c in captured}
     index = {name: i for i, name in enumerate(tuple_columns)}
     slots = tuple(
-        (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]))
+        (index[c.name], c.name, codecs[c.name].convert, placeholder_for(codecs[c.name]), codecs[c.name].null_value)
         for c in captured if codecs[c.name].emitted
     )
     return RelationPlan(table, narrowed, codecs, slots, narrowed.key_columns)
 
 
 def row_from_tuple(plan: RelationPlan, values: Any) -> dict[str, Any]:
-    """Convert one tuple of text values (None = SQL NULL) with ``plan``."""
+    """Convert one tuple of text values (None = SQL NULL) with ``plan``: a NULL becomes the column's
+    null value (None, or in a NOT NULL column left out of a key-only old tuple, Debezium's fallback)."""
     row: dict[str, Any] = {}
     toast = pgoutput.UNCHANGED_TOAST
-    for index, name, convert, placeholder in plan.slots:
+    for index, name, convert, placeholder, null in plan.slots:
         value = values[index]
         if value is None:
-            row[name] = None
+            row[name] = null
         elif value is toast:
             row[name] = placeholder
         else:
@@ -206,6 +211,7 @@ class PostgresLogReader(LogReader[Item]):
         self._tx = TxBegin(0, 0, 0, None)
         self._skip = set(config.events.skipped_operations)
         self.wal_end = 0
+        self._next_position_request = 0.0
 
     def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         override = self._config.capture.key_columns_for(namespace, table)
@@ -304,6 +310,19 @@ class PostgresLogReader(LogReader[Item]):
             self._cursor.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
         except psycopg2.Error as exc:
             raise translate(exc, "sending the standby status update") from exc
+
+    def request_position(self) -> None:
+        """A standby status update asking for a reply (at most every ``POSITION_REQUEST_S``): the server answers
+        with a keepalive carrying its WAL position, which the next :meth:`poll` reads into :attr:`stream_end`.
+        The positions sent are the last acknowledged ones (psycopg2 never moves them back)."""
+        now = time.monotonic()
+        if self._cursor is None or now < self._next_position_request:
+            return
+        self._next_position_request = now + POSITION_REQUEST_S
+        try:
+            self._cursor.send_feedback(reply=True)
+        except psycopg2.Error as exc:
+            raise translate(exc, "asking for the server's WAL position") from exc
 
     def keepalive(self) -> None:
         """Send a status update without moving the position (keeps the stream alive)."""
@@ -476,7 +495,7 @@ def _with_old_toast(new: Any, old: Any) -> Any:
 
 
 _RowReader = Callable[..., tuple[dict[str, Any], int]]
-_Slot = tuple[int, str, Callable[[str], Any], Any]
+_Slot = tuple[int, str, Callable[[str], Any], Any, Any]
 
 
 class _NotHandled(Exception):
@@ -500,12 +519,12 @@ def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | N
     namespace: dict[str, Any] = {
         "NotHandled": _NotHandled, "unpack_count": _U16.unpack_from, "unpack_length": _U32.unpack_from,
     }
-    columns: list[tuple[str, Callable[[str], Any], Any] | None] = [None] * column_count
+    columns: list[tuple[str, Callable[[str], Any], Any, Any] | None] = [None] * column_count
     last = -1
-    for index, name, convert, placeholder in slots:
+    for index, name, convert, placeholder, null in slots:
         if index <= last or index >= column_count:
             return None
-        columns[index] = (name, unguarded(convert), placeholder)
+        columns[index] = (name, unguarded(convert), placeholder, null)
         last = index
     lines = [
         "def read(data, pos, full_old=False):",
@@ -525,14 +544,15 @@ def _tuple_reader(column_count: int, slots: tuple[_Slot, ...]) -> _RowReader | N
             lines += ["        data[start:pos].decode()", f"    elif kind == {_NULL} or kind == {_UNCHANGED}:",
                       "        pos += 1"]
         else:
-            name, convert, placeholder = column
+            name, convert, placeholder, null = column
             namespace[f"n{index}"], namespace[f"c{index}"], namespace[f"p{index}"] = name, convert, placeholder
+            namespace[f"z{index}"] = null
             value = "data[start:pos].decode()" if convert is str else f"c{index}(data[start:pos].decode())"
             lines += [
                 f"        row[n{index}] = {value}",
                 f"    elif kind == {_NULL}:",
                 "        pos += 1",
-                f"        row[n{index}] = None",
+                f"        row[n{index}] = z{index}",
                 f"    elif kind == {_UNCHANGED}:",
                 "        if full_old:",
                 "            raise NotHandled",

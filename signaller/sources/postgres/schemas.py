@@ -59,7 +59,7 @@ class PostgresTableRows(TableRows[Change]):
     @property
     def emitted_columns(self) -> tuple[str, ...]:
         """The captured columns of a type the value converters emit."""
-        return tuple(name for _, name, _, _ in self.plan.slots)
+        return tuple(slot[1] for slot in self.plan.slots)
 
     def row(self, values: Sequence[str | None]) -> dict[str, Any]:
         """The row values of one chunk row's text values (in :attr:`columns` order)."""

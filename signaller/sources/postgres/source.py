@@ -15,6 +15,7 @@ import logging
 from signaller.config import SignallerConfig
 from signaller.errors import TransientSourceError
 from signaller.model import TableId
+from signaller.signals.filters import compile_filter
 from signaller.sources.base import Source
 from signaller.sources.postgres.catalog import Catalog
 from signaller.sources.postgres.chunks import PostgresChunkReader
@@ -62,6 +63,9 @@ class PostgresSource(Source[Change]):
     def schemas(self) -> PostgresSchemaProvider:
         """The catalog's tables, described through the log reader's relation cache."""
         return self._schemas
+
+    compile_filter = staticmethod(compile_filter)
+    """``additional-conditions`` checked and normalized in PostgreSQL's dialect (the function itself)."""
 
     def prepare(self) -> list[TableId]:
         """Check logical decoding, ensure the publication (per ``publication.autocreate.mode``) and the
