@@ -51,6 +51,10 @@ def demo(rows: int = typer.Option(20000, help="rows seeded before the sidecar st
     if refused:
         console.print(f"[red]error:[/red] {escape(refused)}")
         raise typer.Exit(2)
+    if source == "mariadb":
+        from devtools.demo_mariadb import run_mariadb_demo
+
+        raise typer.Exit(run_mariadb_demo(rows))
     raise typer.Exit(run_demo(rows, record_format, source))
 
 

@@ -94,7 +94,7 @@ def connector_config(settings: StackSettings, work: Path, record_format: str = "
         "snapshot.mode": "no_data", "incremental.snapshot.chunk.size": "2048",
         "bootstrap.servers": settings.bootstrap_servers,
         "offset.storage": "file", "offset.storage.file.filename": str(work / "offsets.json"),
-        "offset.flush.interval.ms": "200", "signaller.http.port": _api(settings).rsplit(":", 1)[1],
+        "offset.flush.interval.ms": "200", "signaller.http.port": api(settings).rsplit(":", 1)[1],
         "notification.enabled.channels": "log",
     }
     if record_format == "avro":
@@ -199,7 +199,7 @@ def _free_port(preferred: int) -> int:
 API_PORT: dict[str, int] = {}
 
 
-def _api(settings: StackSettings) -> str:
+def api(settings: StackSettings) -> str:
     port = API_PORT.setdefault("port", _free_port(settings.http_port))
     return f"http://127.0.0.1:{port}"
 
@@ -209,7 +209,7 @@ def snapshot_backfill(settings: StackSettings, table: str = f"public.{TABLE}") -
     HTTP and show its progress until it completes."""
     signal = {"id": "demo-backfill", "type": "execute-snapshot",
               "data": {"data-collections": [table.replace(".", "\\.")], "type": "incremental"}}
-    answer = httpx.post(f"{_api(settings)}/signals", json=signal, timeout=30)
+    answer = httpx.post(f"{api(settings)}/signals", json=signal, timeout=30)
     if answer.status_code != 202:
         raise DemoFailed(f"POST /signals answered {answer.status_code}: {answer.text}")
     console.print(f"POST /signals → {answer.status_code} {answer.json()}")
@@ -218,7 +218,7 @@ def snapshot_backfill(settings: StackSettings, table: str = f"public.{TABLE}") -
         task = progress.add_task(f"snapshot {table}", total=None, rows=0)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            status = httpx.get(f"{_api(settings)}/snapshots", timeout=10).json()
+            status = httpx.get(f"{api(settings)}/snapshots", timeout=10).json()
             tables = [t for t in status["tables"] if t["table"] == table]
             if tables:
                 latest = tables[-1]
@@ -259,7 +259,7 @@ def _source_state(settings: StackSettings) -> tuple[int, str]:
         return int(count), str(digest)
 
 
-def _delta_state(spark: Any, path: Path) -> tuple[int, str, list[Any]]:
+def delta_state(spark: Any, path: Path) -> tuple[int, str, list[Any]]:
     rows = sorted(spark.read.format("delta").load(str(path)).collect(), key=lambda r: r.id)
     text = ",".join("|".join(str(v) for v in (r.id, r.customer, r.qty, r.price, r.note)) for r in rows)
     return len(rows), hashlib.md5(text.encode()).hexdigest() if rows else "", rows
@@ -294,10 +294,11 @@ def _avro_evidence(settings: StackSettings) -> str:
     return f"{topic} holds Avro records in the Confluent wire format: {', '.join(names)} in {settings.registry_url}"
 
 
-def _show(rows: list[Any], name: str = f"public.{TABLE}") -> None:
+def show(rows: list[Any], table_name: str = f"public.{TABLE}") -> None:
+    """Print the first rows of the Delta table ``table_name``."""
     from rich.table import Table
 
-    table = Table(title=f"Delta table {name} (first 6 of {len(rows)} rows)")
+    table = Table(title=f"Delta table {table_name} (first 6 of {len(rows)} rows)")
     for name in ("id", "customer", "qty", "price", "note"):
         table.add_column(name)
     for row in rows[:6]:
@@ -306,17 +307,16 @@ def _show(rows: list[Any], name: str = f"public.{TABLE}") -> None:
 
 
 def run_demo(rows: int = 20000, record_format: str = "json", source: str = "postgres") -> int:
-    """Run the demo on ``source`` (one of :data:`SOURCES`; ``mariadb``: :mod:`devtools.demo_mariadb`, JSON
-    only) with ``record_format`` (one of :data:`FORMATS`) records; return the process exit code. Any other
-    source, format or pair is refused (exit 2) before anything starts."""
+    """Run the PostgreSQL demo with ``record_format`` (one of :data:`FORMATS`) records; return the process exit
+    code. A format or source it cannot run (``mariadb``: ``devtools.demo_mariadb.run_mariadb_demo``) is refused
+    (exit 2) before anything starts."""
     refused = source_format_error(source, record_format)
     if refused:
         print(f"DEMO FAILED: {refused}", flush=True)
         return 2
-    if source == "mariadb":
-        from devtools.demo_mariadb import run_mariadb_demo
-
-        return run_mariadb_demo(rows)
+    if source == "mariadb":  # run by devtools.cli with devtools.demo_mariadb.run_mariadb_demo
+        print("DEMO FAILED: the MariaDB demo is devtools.demo_mariadb.run_mariadb_demo", flush=True)
+        return 2
     stack = Stack()
     settings = stack.settings
     work = settings.home / "demo"
@@ -331,7 +331,7 @@ def run_demo(rows: int = 20000, record_format: str = "json", source: str = "post
         proc = _start_sidecar(settings, work, record_format)
         console.print(f"sidecar streaming public.{TABLE} → topic {PREFIX}.public.{TABLE} ({record_format} records"
                       f"{f', schemas in {settings.registry_url}' if record_format == 'avro' else ''}); "
-                      f"API on {_api(settings)}")
+                      f"API on {api(settings)}")
         from spark_jobs.apply_changes import start_query
         from spark_jobs.job_config import ApplyJobConfig
         from spark_jobs.session import build_session
@@ -367,8 +367,8 @@ def run_demo(rows: int = 20000, record_format: str = "json", source: str = "post
         if record_format == "avro":
             console.print(_avro_evidence(settings))
         expected = _source_state(settings)
-        count, digest, applied = _delta_state(spark, work / "delta" / "public" / TABLE)
-        _show(applied)
+        count, digest, applied = delta_state(spark, work / "delta" / "public" / TABLE)
+        show(applied)
         if (count, digest) != expected:
             raise DemoFailed(f"Delta has {count} rows (checksum {digest}); PostgreSQL has {expected[0]} "
                              f"(checksum {expected[1]})")

@@ -1,20 +1,20 @@
 """``python -m devtools demo --source mariadb``: the demo's story on the stack's MariaDB (issue 16).
 
 1. start the stack (MariaDB, Kafka, Spark's jars);
-2. recreate ``<mariadb_db>.demo_orders`` and start the sidecar with Debezium's MariaDB connector properties
-   (binlog capture, ``snapshot.mode=no_data``) and the Spark apply job;
-3. seed the table, write continuously (inserts, updates, deletes; primary-key changes only with
-   :data:`PRIMARY_KEY_CHANGES`);
+2. recreate ``<mariadb_db>.demo_orders`` (and its signal table), seed it, start the sidecar with Debezium's
+   MariaDB connector properties (binlog capture, ``snapshot.mode=no_data``) and the Spark apply job;
+3. write continuously (inserts, updates, deletes; primary-key changes only with :data:`PRIMARY_KEY_CHANGES`)
+   while an incremental snapshot backfills the seed;
 4. stop writing, wait until the sidecar's stored offset holds the writer's last GTID (Kafka acknowledged
    every change) and Spark applied every record;
 5. compare the MariaDB table with the Delta table (row count and content checksum, as the PostgreSQL demo):
    ``DEMO OK ...`` or exit 1 with the reason.
 
-Backfill: the PostgreSQL demo seeds before the sidecar starts and brings the seed rows with an incremental
-snapshot. The MariaDB source accepts only ``snapshot.mode=no_data`` until its snapshot side is wired, so
-while :data:`INCREMENTAL_SNAPSHOT` is False the seed is written after the binlog stream opened (the rows
-arrive as streamed inserts) and the demo says so. Set it to True once MariaDB incremental snapshots run:
-the seed then predates the sidecar and the ``execute-snapshot`` signal of the PostgreSQL demo backfills it.
+Backfill: as in the PostgreSQL demo, the seed predates the sidecar and an ``execute-snapshot`` signal
+(``POST /signals``) backfills it with an incremental snapshot while the writer runs; the MariaDB source writes
+its watermarks into the signal table ``<db>.demo_orders_signal``. :data:`INCREMENTAL_SNAPSHOT` False is the
+fallback the demo had before MariaDB snapshots were wired: the seed is written after the binlog stream opened
+(the rows arrive as streamed inserts) and the demo says so.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devtools.demo import TABLE, DemoFailed, _api, _delta_state, _show, console, snapshot_backfill
+from devtools.demo import TABLE, DemoFailed, api, console, delta_state, show, snapshot_backfill
 from devtools.env import sidecar_env
 from devtools.processes import stop_pid
 from devtools.settings import StackSettings
 from devtools.spark import jars_dir
 from devtools.stack import Stack
 
-INCREMENTAL_SNAPSHOT = False
+INCREMENTAL_SNAPSHOT = True
 """Whether the seed predates the sidecar and an incremental snapshot backfills it (needs MariaDB incremental
 snapshots in the sidecar); False: the seed is written while the sidecar streams (see the module docstring)."""
 PRIMARY_KEY_CHANGES = False
@@ -48,6 +48,8 @@ KEY_CHANGE_AS_UPDATE = (
     "devtools.demo_mariadb.PRIMARY_KEY_CHANGES turns them on once the source splits them"
 )
 PREFIX = "demomdb"
+SIGNAL_TABLE = f"{TABLE}_signal"
+"""The signal table (``signal.data.collection``): signals and the snapshot's watermark rows."""
 SERVER_ID = 5987
 """``database.server.id`` of the demo's sidecar (a replica id no test uses)."""
 
@@ -66,11 +68,13 @@ def connector_config(settings: StackSettings, work: Path) -> dict[str, Any]:
         "database.hostname": "127.0.0.1", "database.port": str(settings.mariadb_port),
         "database.user": settings.mariadb_user, "database.password": settings.mariadb_password,
         "database.server.id": str(SERVER_ID), "topic.prefix": PREFIX,
-        "database.include.list": settings.mariadb_db, "table.include.list": f"{settings.mariadb_db}.{TABLE}",
+        "database.include.list": settings.mariadb_db,
+        "table.include.list": f"{settings.mariadb_db}.{TABLE},{settings.mariadb_db}.{SIGNAL_TABLE}",
+        "signal.data.collection": f"{settings.mariadb_db}.{SIGNAL_TABLE}", "read.only": "false",
         "snapshot.mode": "no_data", "incremental.snapshot.chunk.size": "2048",
         "bootstrap.servers": settings.bootstrap_servers,
         "offset.storage": "file", "offset.storage.file.filename": str(work / "offsets.json"),
-        "offset.flush.interval.ms": "200", "signaller.http.port": _api(settings).rsplit(":", 1)[1],
+        "offset.flush.interval.ms": "200", "signaller.http.port": api(settings).rsplit(":", 1)[1],
         "notification.enabled.channels": "log",
     }
     return {"name": "demo-mariadb-connector", "config": config}
@@ -82,7 +86,9 @@ def _topic(settings: StackSettings) -> str:
 
 def _reset(settings: StackSettings, work: Path) -> None:
     with _connect(settings) as conn, conn.cursor() as cur:
-        cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        cur.execute(f"DROP TABLE IF EXISTS {TABLE}, {SIGNAL_TABLE}")
+        cur.execute(f"CREATE TABLE {SIGNAL_TABLE} (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+                    "data VARCHAR(2048))")
         cur.execute(f"CREATE TABLE {TABLE} (id INT PRIMARY KEY, customer VARCHAR(64) NOT NULL, qty INT, "
                     "price DECIMAL(10,2), note VARCHAR(64), updated TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))")
     from confluent_kafka.admin import AdminClient
@@ -220,7 +226,7 @@ def run_mariadb_demo(rows: int) -> int:
             console.print(f"seeded {table} with {rows} rows (before the sidecar: only a snapshot can bring them)")
         proc = _start_sidecar(settings, work)
         console.print(f"sidecar streaming the binlog of {table} → topic {_topic(settings)} (json records); "
-                      f"API on {_api(settings)}")
+                      f"API on {api(settings)}")
         from spark_jobs.apply_changes import start_query
         from spark_jobs.job_config import ApplyJobConfig
         from spark_jobs.session import build_session
@@ -237,9 +243,8 @@ def run_mariadb_demo(rows: int) -> int:
         if not INCREMENTAL_SNAPSHOT:
             _seed(settings, rows)
             console.print(f"seeded {table} with {rows} rows while the sidecar streams: MariaDB incremental "
-                          "snapshots are not wired yet (snapshot.mode=no_data), so the seed arrives as streamed "
-                          "inserts instead of a backfill (devtools.demo_mariadb.INCREMENTAL_SNAPSHOT turns the "
-                          "backfill on)")
+                          "snapshots are off (devtools.demo_mariadb.INCREMENTAL_SNAPSHOT), so the seed arrives as "
+                          "streamed inserts instead of a backfill")
         if not PRIMARY_KEY_CHANGES:
             console.print(f"writer: {KEY_CHANGE_AS_UPDATE}")
         writer = Writer(settings, rows)
@@ -265,12 +270,12 @@ def run_mariadb_demo(rows: int) -> int:
             raise DemoFailed(f"the apply job failed: {query.exception()}")
         console.print(f"converged {time.monotonic() - started:.1f}s after the writes started")
         expected = _source_state(settings)
-        count, digest, applied = _delta_state(spark, work / "delta" / settings.mariadb_db / TABLE)
-        _show(applied, table)
+        count, digest, applied = delta_state(spark, work / "delta" / settings.mariadb_db / TABLE)
+        show(applied, table)
         if (count, digest) != expected:
             raise DemoFailed(f"Delta has {count} rows (checksum {digest}); MariaDB has {expected[0]} "
                              f"(checksum {expected[1]})")
-        how = "backfilled by an incremental snapshot" if INCREMENTAL_SNAPSHOT else "streamed: no MariaDB snapshot yet"
+        how = "backfilled by an incremental snapshot" if INCREMENTAL_SNAPSHOT else "streamed: snapshots off"
         print(f"DEMO OK: {count} rows in MariaDB and Delta (seeded {rows}, {how}, {writer.transactions} live "
               f"transactions), content checksum {digest} matches", flush=True)
         return 0

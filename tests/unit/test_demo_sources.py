@@ -33,7 +33,9 @@ def test_the_mariadb_demo_config_is_a_binlog_connector_the_sidecar_accepts(tmp_p
     cfg = config_from_mapping(config)
     assert cfg.connector.connector_class == "io.debezium.connector.mariadb.MariaDbConnector"
     assert not cfg.ignored_properties
-    assert config["table.include.list"] == f"{settings.mariadb_db}.demo_orders"
+    db = settings.mariadb_db
+    assert config["table.include.list"] == f"{db}.demo_orders,{db}.demo_orders_signal"
+    assert config["signal.data.collection"] == f"{db}.demo_orders_signal" and config["read.only"] == "false"
     assert config["database.port"] == str(settings.mariadb_port)
 
 
