@@ -7,9 +7,10 @@
   nothing runs).
 * ``python -m devtools stack status``: what runs where (the registry's client URL and compatibility);
   exit 1 if a service is down.
-* ``python -m devtools demo [--rows N] [--format json|avro]``: the whole pipeline on the local stack, ending
-  in ``DEMO OK`` (exit 0) or the reason it failed (exit 1); ``--format avro``: Avro records through the
-  stack's schema registry, read by the apply job as Avro (``make demo`` is JSON).
+* ``python -m devtools demo [--rows N] [--format json|avro] [--source postgres|mariadb]``: the whole pipeline
+  on the local stack, ending in ``DEMO OK`` (exit 0) or the reason it failed (exit 1); ``--format avro``: Avro
+  records through the stack's schema registry, read by the apply job as Avro (``make demo`` is JSON);
+  ``--source mariadb``: the same story on the stack's MariaDB (binlog capture; JSON).
 
 The ``make`` targets ``stack-up``, ``stack-down``, ``stack-status`` and ``demo`` call these. A
 ``SignallerError`` (a port that is not a number, a service that does not start) prints its message
@@ -39,14 +40,22 @@ console = Console(stderr=True)
 def demo(rows: int = typer.Option(20000, help="rows seeded before the sidecar starts"),
          record_format: str = typer.Option("json", "--format",
                                            help="record format of the sidecar and the apply job: json or avro "
-                                                "(Avro through the stack's schema registry)")) -> None:
+                                                "(Avro through the stack's schema registry)"),
+         source: str = typer.Option("postgres", "--source",
+                                    help="database the changes come from: postgres or mariadb (binlog; json only)"),
+         ) -> None:
     """Run the whole pipeline on the local stack and print a DEMO OK verdict."""
-    from devtools.demo import FORMATS, run_demo
+    from devtools.demo import run_demo, source_format_error
 
-    if record_format not in FORMATS:
-        console.print(f"[red]error:[/red] --format {escape(record_format)!r} is not one of {', '.join(FORMATS)}")
+    refused = source_format_error(source, record_format)
+    if refused:
+        console.print(f"[red]error:[/red] {escape(refused)}")
         raise typer.Exit(2)
-    raise typer.Exit(run_demo(rows, record_format))
+    if source == "mariadb":
+        from devtools.demo_mariadb import run_mariadb_demo
+
+        raise typer.Exit(run_mariadb_demo(rows))
+    raise typer.Exit(run_demo(rows, record_format, source))
 
 
 @stack_app.command("up")

@@ -49,6 +49,19 @@ SLOT = "demo_slot"
 FORMATS = ("json", "avro")
 """What ``run_demo`` accepts as ``format``: the sidecar's and the apply job's record format."""
 AVRO_CONVERTER = "io.confluent.connect.avro.AvroConverter"
+SOURCES = ("postgres", "mariadb")
+"""What ``run_demo`` accepts as ``source``: the database the story runs on."""
+
+
+def source_format_error(source: str, record_format: str) -> str | None:
+    """Why the demo cannot run on ``source`` with ``record_format``; None when it can."""
+    if source not in SOURCES:
+        return f"source {source!r} is not one of {', '.join(SOURCES)}"
+    if record_format not in FORMATS:
+        return f"format {record_format!r} is not one of {', '.join(FORMATS)}"
+    if source == "mariadb" and record_format != "json":
+        return f"format {record_format!r} is not available with source mariadb yet (json only)"
+    return None
 
 
 class DemoFailed(Exception):
@@ -81,7 +94,7 @@ def connector_config(settings: StackSettings, work: Path, record_format: str = "
         "snapshot.mode": "no_data", "incremental.snapshot.chunk.size": "2048",
         "bootstrap.servers": settings.bootstrap_servers,
         "offset.storage": "file", "offset.storage.file.filename": str(work / "offsets.json"),
-        "offset.flush.interval.ms": "200", "signaller.http.port": _api(settings).rsplit(":", 1)[1],
+        "offset.flush.interval.ms": "200", "signaller.http.port": api(settings).rsplit(":", 1)[1],
         "notification.enabled.channels": "log",
     }
     if record_format == "avro":
@@ -186,32 +199,33 @@ def _free_port(preferred: int) -> int:
 API_PORT: dict[str, int] = {}
 
 
-def _api(settings: StackSettings) -> str:
+def api(settings: StackSettings) -> str:
     port = API_PORT.setdefault("port", _free_port(settings.http_port))
     return f"http://127.0.0.1:{port}"
 
 
-def _snapshot(settings: StackSettings) -> None:
-    """Trigger the incremental snapshot over HTTP and show its progress until it completes."""
+def snapshot_backfill(settings: StackSettings, table: str = f"public.{TABLE}") -> None:
+    """Trigger the incremental snapshot of ``table`` (``schema.table``, or ``database.table`` on MariaDB) over
+    HTTP and show its progress until it completes."""
     signal = {"id": "demo-backfill", "type": "execute-snapshot",
-              "data": {"data-collections": [f"public\\.{TABLE}"], "type": "incremental"}}
-    answer = httpx.post(f"{_api(settings)}/signals", json=signal, timeout=30)
+              "data": {"data-collections": [table.replace(".", "\\.")], "type": "incremental"}}
+    answer = httpx.post(f"{api(settings)}/signals", json=signal, timeout=30)
     if answer.status_code != 202:
         raise DemoFailed(f"POST /signals answered {answer.status_code}: {answer.text}")
     console.print(f"POST /signals → {answer.status_code} {answer.json()}")
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[rows]} rows"),
                   console=console) as progress:
-        task = progress.add_task(f"snapshot public.{TABLE}", total=None, rows=0)
+        task = progress.add_task(f"snapshot {table}", total=None, rows=0)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            status = httpx.get(f"{_api(settings)}/snapshots", timeout=10).json()
-            tables = [t for t in status["tables"] if t["table"] == f"public.{TABLE}"]
+            status = httpx.get(f"{api(settings)}/snapshots", timeout=10).json()
+            tables = [t for t in status["tables"] if t["table"] == table]
             if tables:
-                table = tables[-1]
-                progress.update(task, total=table["estimated_rows"] or None, completed=table["rows_emitted"],
-                                rows=table["rows_emitted"])
-                if table["state"] in ("completed", "skipped", "aborted") and not status["running"]:
-                    progress.update(task, total=table["rows_emitted"], completed=table["rows_emitted"])
+                latest = tables[-1]
+                progress.update(task, total=latest["estimated_rows"] or None, completed=latest["rows_emitted"],
+                                rows=latest["rows_emitted"])
+                if latest["state"] in ("completed", "skipped", "aborted") and not status["running"]:
+                    progress.update(task, total=latest["rows_emitted"], completed=latest["rows_emitted"])
                     return
             time.sleep(0.3)
     raise DemoFailed("the incremental snapshot did not complete within 300 s")
@@ -245,7 +259,7 @@ def _source_state(settings: StackSettings) -> tuple[int, str]:
         return int(count), str(digest)
 
 
-def _delta_state(spark: Any, path: Path) -> tuple[int, str, list[Any]]:
+def delta_state(spark: Any, path: Path) -> tuple[int, str, list[Any]]:
     rows = sorted(spark.read.format("delta").load(str(path)).collect(), key=lambda r: r.id)
     text = ",".join("|".join(str(v) for v in (r.id, r.customer, r.qty, r.price, r.note)) for r in rows)
     return len(rows), hashlib.md5(text.encode()).hexdigest() if rows else "", rows
@@ -280,10 +294,11 @@ def _avro_evidence(settings: StackSettings) -> str:
     return f"{topic} holds Avro records in the Confluent wire format: {', '.join(names)} in {settings.registry_url}"
 
 
-def _show(rows: list[Any]) -> None:
+def show(rows: list[Any], table_name: str = f"public.{TABLE}") -> None:
+    """Print the first rows of the Delta table ``table_name``."""
     from rich.table import Table
 
-    table = Table(title=f"Delta table public.{TABLE} (first 6 of {len(rows)} rows)")
+    table = Table(title=f"Delta table {table_name} (first 6 of {len(rows)} rows)")
     for name in ("id", "customer", "qty", "price", "note"):
         table.add_column(name)
     for row in rows[:6]:
@@ -291,11 +306,16 @@ def _show(rows: list[Any]) -> None:
     console.print(table)
 
 
-def run_demo(rows: int = 20000, record_format: str = "json") -> int:
-    """Run the demo with ``record_format`` (one of :data:`FORMATS`) records; return the process exit code.
-    Any other format is refused (exit 2) before anything starts."""
-    if record_format not in FORMATS:
-        print(f"DEMO FAILED: format {record_format!r} is not one of {', '.join(FORMATS)}", flush=True)
+def run_demo(rows: int = 20000, record_format: str = "json", source: str = "postgres") -> int:
+    """Run the PostgreSQL demo with ``record_format`` (one of :data:`FORMATS`) records; return the process exit
+    code. A format or source it cannot run (``mariadb``: ``devtools.demo_mariadb.run_mariadb_demo``) is refused
+    (exit 2) before anything starts."""
+    refused = source_format_error(source, record_format)
+    if refused:
+        print(f"DEMO FAILED: {refused}", flush=True)
+        return 2
+    if source == "mariadb":  # run by devtools.cli with devtools.demo_mariadb.run_mariadb_demo
+        print("DEMO FAILED: the MariaDB demo is devtools.demo_mariadb.run_mariadb_demo", flush=True)
         return 2
     stack = Stack()
     settings = stack.settings
@@ -311,7 +331,7 @@ def run_demo(rows: int = 20000, record_format: str = "json") -> int:
         proc = _start_sidecar(settings, work, record_format)
         console.print(f"sidecar streaming public.{TABLE} → topic {PREFIX}.public.{TABLE} ({record_format} records"
                       f"{f', schemas in {settings.registry_url}' if record_format == 'avro' else ''}); "
-                      f"API on {_api(settings)}")
+                      f"API on {api(settings)}")
         from spark_jobs.apply_changes import start_query
         from spark_jobs.job_config import ApplyJobConfig
         from spark_jobs.session import build_session
@@ -330,7 +350,7 @@ def run_demo(rows: int = 20000, record_format: str = "json") -> int:
         writer = Writer(settings, rows)
         writer.start()
         started = time.monotonic()
-        _snapshot(settings)
+        snapshot_backfill(settings)
         time.sleep(2)
         writer.stop_event.set()
         writer.join()
@@ -347,8 +367,8 @@ def run_demo(rows: int = 20000, record_format: str = "json") -> int:
         if record_format == "avro":
             console.print(_avro_evidence(settings))
         expected = _source_state(settings)
-        count, digest, applied = _delta_state(spark, work / "delta" / "public" / TABLE)
-        _show(applied)
+        count, digest, applied = delta_state(spark, work / "delta" / "public" / TABLE)
+        show(applied)
         if (count, digest) != expected:
             raise DemoFailed(f"Delta has {count} rows (checksum {digest}); PostgreSQL has {expected[0]} "
                              f"(checksum {expected[1]})")

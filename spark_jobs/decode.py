@@ -35,8 +35,10 @@ from spark_jobs.frame import POSITION, SchemaCache, SchemaKey
 from spark_jobs.sqltext import sql_string
 
 PAYLOAD_DDL = (
-    "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING>, op: STRING, ts_ms: BIGINT>"
+    "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING, file: STRING, pos: BIGINT, "
+    "row: BIGINT>, op: STRING, ts_ms: BIGINT>"
 )
+"""The envelope members decoding reads; ``source`` holds PostgreSQL's and the binlog connectors' positions."""
 OPS = ("c", "u", "d", "r", "t")
 RANGED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING", "DATE")
 """Key column types whose batch range becomes a literal predicate (exact literals, total order)."""
@@ -189,11 +191,12 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
                                                               f"before: {row_ddl}, after: {row_ddl}"))
         rows = group_rows(framed, group)
     op = payload["op"]
+    fields = sequence.source_fields(group.schema) if group.avro else sequence.SOURCE_FIELDS  # Avro: the writer's
     base = rows.select(
         *POSITION, "key_str", "_payload",
         op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
-        sequence.seq_column(payload["source"]["sequence"], payload["source"]["lsn"], F.col("offset")).alias(
-            "_cdc_seq"),
+        sequence.source_seq_column(payload["source"], F.col("offset"), fields).alias("_cdc_seq"),
+        sequence.source_member(payload["source"], "file", fields).isNotNull().alias("_binlog"),
         F.when(op == "d", payload["before"]).otherwise(payload["after"]).alias("_row"),
     )
     mine = {c.name: c for c in group.columns}
@@ -233,6 +236,8 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         F.when(F.col("_cdc_op").isNull(), F.lit("no op (not a Debezium change event)")),
         F.when(~F.col("_cdc_op").isin(*OPS), F.concat(F.lit("unknown op "), F.col("_cdc_op"))),
         F.when(row_op & F.col("_row").isNull(), F.lit("no row image (before/after) for the op")),
+        F.when(row_op & F.col("_cdc_seq").isNull() & F.col("_binlog"), F.lit(
+            "no binlog position (source.file without a number <basename>.<digits>, or no source.pos)")),
         F.when(row_op & F.col("_cdc_seq").isNull(), F.lit("no log position (source.sequence and source.lsn)")),
         F.when(row_op & F.col("key_str").isNull(), F.lit("no key")),
     )

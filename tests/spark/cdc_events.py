@@ -90,3 +90,64 @@ def _with_position(event: ChangeEvent, commit: int, lsn: int) -> ChangeEvent:
     """A snapshot read whose ``source.sequence`` is ``[commit, lsn]`` (the window's position)."""
     return ChangeEvent(event.op, event.table, event.before, event.after, lsn, None, commit, None,
                        event.commit_ts_us, event.snapshot)
+
+
+BINLOG = "mariadb-bin"
+"""The binlog base name of :class:`BinlogTable`'s events (the stack's MariaDB's)."""
+
+
+class BinlogTable:
+    """One captured MariaDB table whose events carry Debezium's MariaDB ``source`` block (``file``, ``pos``,
+    ``row``, ``gtid``, ...), rendered by the sidecar's serializer with the MariaDB source's block.
+
+    ``event(op, file, pos, row, before=..., after=...)`` takes rows of PostgreSQL *text* values (int and text
+    columns render as MariaDB's do) at binlog coordinate (``mariadb-bin.<file>``, ``pos``), row ``row`` of
+    its rows event. A snapshot READ (``op="r"``) is built as the snapshot engine builds it: a ``ChangeEvent``
+    whose ``lsn`` is the window's integer position, rendered with row 0 and no GTID.
+    """
+
+    def __init__(self, prefix: str, name: str, columns: list[Column], *, database: str = "inventory",
+                 connector: str = "mariadb") -> None:
+        from signaller.sources.mariadb.source_block import BinlogSourceBlock
+
+        self.table = TableSchema(TableId(database, name), tuple(columns))
+        codecs = {c.name: codec_for(c, TypeModes()) for c in columns}
+        block = BinlogSourceBlock(connector, prefix, lambda number: f"{BINLOG}.{number:06d}")
+        self.serializer = EnvelopeSerializer(self.table, codecs, topic_prefix=prefix, database=database,
+                                             source_block=block)
+        self.topic = self.serializer.topic
+        self._codecs = codecs
+
+    def values(self, texts: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if texts is None:
+            return None
+        return {c.name: None if texts.get(c.name) is None else self._codecs[c.name].convert(texts[c.name])
+                for c in self.table.columns}
+
+    def event(self, op: str, file: int, pos: int, row: int = 0, *, before: Mapping[str, Any] | None = None,
+              after: Mapping[str, Any] | None = None) -> Record:
+        from signaller.sources.mariadb.changes import BinlogChange, BinlogTx
+        from signaller.sources.mariadb.positions import gtid_number, position
+
+        kind, old, new = Op(op), self.values(before), self.values(after)
+        ts_us = 1_700_000_000_000_000 + pos * 1_000_000
+        key = None if kind is Op.TRUNCATE else self.serializer.serialize_key(new if new is not None else old)
+        if kind is Op.READ:
+            event = ChangeEvent(kind, self.table.table_id, None, new, position(f"{BINLOG}.{file:06d}", pos), None,
+                                None, None, ts_us, "incremental")
+            return key, self.serializer.serialize_value(event, ts_us_now=ts_us)
+        plan: Any = _Plan(self.table.table_id)
+        tx = BinlogTx(gtid_number(0, 1, pos), f"0-1-{pos}", f"{BINLOG}.{file:06d}", ts_us, None, 1, 0)
+        change = BinlogChange(plan, kind, old, new, position(tx.file, pos), tx, pos, row, None, ts_us, 1)
+        return key, self.serializer.serialize(change, ts_us_now=ts_us)[1]
+
+    def tombstone(self, before: Mapping[str, Any]) -> Record:
+        """The Kafka tombstone Debezium sends after a delete (same key, null value)."""
+        return self.serializer.serialize_key(self.values(before)), None
+
+
+class _Plan:
+    """What a ``BinlogChange`` needs of its table plan here: the table."""
+
+    def __init__(self, table_id: TableId) -> None:
+        self.table_id = table_id

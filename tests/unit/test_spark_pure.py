@@ -248,3 +248,25 @@ def test_geometric_and_vector_columns_are_stored_as_their_raw_structs_and_arrays
     codec = codec_for(Column(name="c", type_oid=0, type_name=type_name), TypeModes())
     spec = column_spec({**codec.schema, "field": "c"})
     assert (spec.raw_ddl, spec.target_ddl, spec.target_expr) == (ddl, ddl, "{col}")
+
+
+def test_binlog_sequences_order_by_file_number_then_pos_then_row() -> None:
+    ordered = [("mariadb-bin.000003", 1000, 0), ("mariadb-bin.000003", 1000, 1), ("mariadb-bin.000003", 9000, 0),
+               ("mariadb-bin.000004", 4, 0), ("mysql-bin.000010", 4, 0)]
+    keys = [sequence.binlog_sequence(*p) for p in ordered]
+    assert all(k is not None for k in keys)
+    assert keys == sorted(keys, key=lambda k: k or (0, 0)) and len(set(keys)) == len(keys)
+    assert sequence.binlog_sequence("mariadb-bin.000003", 1234, None) == ((3 << 32) | 1234, 0)
+    assert sequence.binlog_sequence("mariadb-bin", 1234, 0) is None
+    assert sequence.binlog_sequence("mariadb-bin.000003", None, 0) is None
+    assert sequence.binlog_sequence(None, 4, 0) is None
+
+
+def test_source_fields_are_those_of_the_writer_schema() -> None:
+    def envelope(*names: str) -> dict[str, object]:
+        return {"fields": [{"field": "before"}, {"field": "source", "fields": [{"field": n} for n in names]}]}
+
+    assert sequence.source_fields(None) == sequence.SOURCE_FIELDS
+    assert sequence.source_fields(envelope("version", "lsn", "sequence", "txId")) == ("lsn", "sequence")
+    assert sequence.source_fields(envelope("version", "gtid", "file", "pos", "row")) == ("file", "pos", "row")
+    assert sequence.source_fields({"fields": [{"field": "op"}]}) == ()
