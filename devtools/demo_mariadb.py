@@ -39,9 +39,9 @@ from devtools.stack import Stack
 INCREMENTAL_SNAPSHOT = True
 """Whether the seed predates the sidecar and an incremental snapshot backfills it (needs MariaDB incremental
 snapshots in the sidecar); False: the seed is written while the sidecar streams (see the module docstring)."""
-PRIMARY_KEY_CHANGES = False
-"""Whether the writer changes primary keys (``UPDATE ... SET id``), as the PostgreSQL demo's does: off while
-:data:`KEY_CHANGE_AS_UPDATE` holds (the Delta table would keep the old keys and the checks would fail)."""
+PRIMARY_KEY_CHANGES = True
+"""Whether the writer changes primary keys (``UPDATE ... SET id``), as the PostgreSQL demo's does (the source
+emits a key change as Debezium does: delete, tombstone, create)."""
 KEY_CHANGE_AS_UPDATE = (
     "no primary-key changes: the MariaDB source emits one update under the new key where Debezium emits a delete "
     "of the old key, its tombstone and a create of the new one (what the apply job applies); "

@@ -52,11 +52,6 @@ def _apply(spark: Any, cfg: ApplyJobConfig) -> None:
     assert query.exception() is None, query.exception()
 
 
-KEY_CHANGE_AS_UPDATE = (
-    "the MariaDB source emits a primary-key change as one update under the new key (before: the old key); "
-    "Debezium's MariaDB/MySQL connector emits a delete of the old key, its tombstone and a create of the new "
-    "one, which is what the apply job applies: the old key stays in Delta until the source splits the event"
-)
 
 
 @pytest.fixture
@@ -124,7 +119,6 @@ def test_mariadb_inserts_updates_and_deletes_reach_delta(pipeline: Pipeline) -> 
     assert any(s["row"] == 4 for s in sources)  # the five-row insert's last row
 
 
-@pytest.mark.xfail(strict=True, reason=KEY_CHANGE_AS_UPDATE)
 def test_mariadb_primary_key_changes_reach_delta(pipeline: Pipeline) -> None:
     t = pipeline.t
     expected = pipeline.round([
