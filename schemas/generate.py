@@ -77,6 +77,10 @@ NOTES = [
     "arrays; arrays of domains) are left out of events, or written as their text's bytes with",
     "`include.unknown.datatypes=true` (arrays of the latter as arrays of required items, each element's bytes;",
     "the arrays listed by name stay left out).",
+    "`line`, `circle`, `lseg`, `box`, `path`, `polygon`, `geometry` and `geography` fields are optional even for",
+    "NOT NULL columns (Debezium's schema builders declare them so). A NOT NULL column missing from a key-only old",
+    "tuple (default replica identity: deletes, key changes) is written as the schema default, else the type's",
+    "fallback (`0`, `\"\"`, `false`, empty bytes, the epoch, `[]`, `{}`), as Debezium's `JdbcValueConverters` do.",
 ]
 """What the table does not show."""
 MODES = [
