@@ -243,8 +243,6 @@ def test_read_values_equal_streamed_values_for_every_type(env: MariaEnv) -> None
         assert record.key == create.key
 
 
-@pytest.mark.xfail(strict=True, reason="the binlog client decodes a negative TIME with a fraction wrongly "
-                   "(-838:59:59.999999 streams as -838:59:59.000001); the READ has the server's value")
 def test_a_negative_time_with_a_fraction_reads_as_it_streams(env: MariaEnv) -> None:
     env.create_table("id INT PRIMARY KEY, tm TIME(6)")
     signal = signal_table(env)
@@ -370,13 +368,13 @@ def test_kill_9_mid_snapshot_resumes_after_the_last_stored_chunk(env: MariaEnv) 
     reader.wait_for(lambda records: replay(records) == expected, TIMEOUT_S, "every row", describe=car.log_tail)
     later = [r.key_payload["id"] for r in reads(reader.records[before_kill:])]
     assert later and min(later) > resumed_after, (resumed_after, later[:5])
-    assert len(reads(reader.records)) < 6000 + 2 * 100  # at most the unacknowledged chunk again
+    # After the restart, exactly the rows after the stored chunk, each once: nothing acknowledged is read again
+    # (how many chunks went out between the last stored offset and the kill is timing, not a property).
+    stored_ids = sorted(json.loads(key)["id"] for key in expected)
+    assert sorted(later) == [i for i in stored_ids if i > resumed_after]
     api.close()
 
 
-@pytest.mark.xfail(strict=True, reason="open: after a read-only MariaDB snapshot under concurrent writes the "
-                   "sidecar keeps 1 record unacknowledged ('waiting for Kafka') and the topics do not replay into "
-                   "the tables (both table scans report SUCCEEDED); not yet diagnosed")
 def test_read_only_snapshots_without_a_signal_table(env: MariaEnv) -> None:
     """``read.only=true``: no signal table, nothing written; the consistent-snapshot GTID position closes each
     window; concurrent writes leave no READ older than a change streamed before it."""
