@@ -103,7 +103,9 @@ class MariaDbSource(Source[BinlogChange]):
     def _conversion(self, info: MariaDbTableInfo) -> ValueConversion:
         """The stream's conversion of ``info``'s columns: its plan's converters, one per captured column;
         ``TerminalSourceError`` when the catalog's captured columns are not the plan's (the table was altered
-        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``)."""
+        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``). A value
+        the chunk's text leaves None in a ``NOT NULL`` column (a zero date) gets the plan's fallback, as the
+        stream's rows do (:meth:`~signaller.sources.mariadb.changes.TablePlan.row`)."""
         plan = self._plan(info.table_id)
         db, name = info.table_id.schema, info.table_id.table
         captured = tuple(c.name for c in info.columns if self._config.capture.is_column_captured(db, name, c.name))
@@ -112,9 +114,10 @@ class MariaDbSource(Source[BinlogChange]):
                    f"{list(plan.row_columns)} (altered since its plan was made): snapshot it again")
             raise TerminalSourceError(msg)
         converters = dict(plan.converters)
+        fallbacks = plan.fallbacks
 
         def convert(column: MariaDbColumn, value: Any) -> Any:
-            return None if value is None else converters[column.name](value)
+            return fallbacks.get(column.name) if value is None else converters[column.name](value)
 
         return convert
 
@@ -124,11 +127,13 @@ class MariaDbSource(Source[BinlogChange]):
         return self._block
 
     def prepare(self) -> list[TableId]:
-        """Check the binlog settings (``TerminalSourceError`` naming each missing one); the captured tables, sorted.
+        """Check the binlog settings (``TerminalSourceError`` naming each missing one) and read the server's
+        ``@@server_id`` (the ``server_id`` of READs); the captured tables, sorted.
         Every ``snapshot.mode`` is accepted: ``initial``/``when_needed`` queue an incremental snapshot of the
         captured tables at the first start (the capture loop's), the stream starting at the server's current
         position in every mode."""
         self.catalog.check_binlog()
+        self._block.server_id = self.catalog.server_id()
         return [table for table in self.catalog.tables() if self._plans.is_captured(table)]
 
     def offset_keys(self, position: int, /) -> dict[str, Any] | None:
