@@ -28,7 +28,7 @@ from signaller.signals.mariadb_filters import compile_mariadb_filter
 from signaller.sources.base import Source
 from signaller.sources.mariadb.catalog import Catalog
 from signaller.sources.mariadb.changes import BinlogChange, TablePlan, TablePlans
-from signaller.sources.mariadb.chunks import MariaDbChunkReader
+from signaller.sources.mariadb.chunks import WATERMARK_KEYS_BEFORE_3_7, MariaDbChunkReader
 from signaller.sources.mariadb.connection import Endpoint
 from signaller.sources.mariadb.positions import gtid_of_number, position
 from signaller.sources.mariadb.reader import MariaDbLogReader
@@ -59,11 +59,12 @@ class MariaDbSource(Source[BinlogChange]):
         self._log = MariaDbLogReader(config, self.catalog, self._plans)
         endpoint = Endpoint.of(config)
         snapshot = config.snapshot
-        self._chunks = MariaDbChunkReader(endpoint, snapshot.signal_data_collection,
-                                          snapshot.watermarking_strategy.value, position_of=position)
+        connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
+        self._chunks = MariaDbChunkReader(
+            endpoint, snapshot.signal_data_collection, snapshot.watermarking_strategy.value, position_of=position,
+            watermark_keys=WATERMARK_KEYS_BEFORE_3_7 if connector == "mariadb" else None)
         self._schemas: MariaDbSchemaProvider[BinlogChange] = MariaDbSchemaProvider(
             endpoint, config.capture, self._read_change, convert_for=self._conversion)
-        connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
         self._block = BinlogSourceBlock(connector, config.topics.prefix, self._log.file_name)
 
     @property
