@@ -34,7 +34,7 @@ from signaller.sources.mariadb.positions import gtid_of_number, position
 from signaller.sources.mariadb.reader import MariaDbLogReader
 from signaller.sources.mariadb.row_text import MariaDbColumn
 from signaller.sources.mariadb.schemas import MariaDbSchemaProvider, MariaDbTableInfo, ValueConversion
-from signaller.sources.mariadb.source_block import BinlogSourceBlock
+from signaller.sources.mariadb.source_block import BinlogSourceBlock, debezium_version
 from signaller.sources.mariadb.values import TypeModes
 
 
@@ -65,7 +65,8 @@ class MariaDbSource(Source[BinlogChange]):
             watermark_keys=WATERMARK_KEYS_BEFORE_3_7 if connector == "mariadb" else None)
         self._schemas: MariaDbSchemaProvider[BinlogChange] = MariaDbSchemaProvider(
             endpoint, config.capture, self._read_change, convert_for=self._conversion)
-        self._block = BinlogSourceBlock(connector, config.topics.prefix, self._log.file_name)
+        self._release = debezium_version(connector)
+        self._block = BinlogSourceBlock(connector, config.topics.prefix, self._log.file_name, self._release)
 
     @property
     def change_type(self) -> type[BinlogChange]:
@@ -126,6 +127,12 @@ class MariaDbSource(Source[BinlogChange]):
     def source_block(self) -> BinlogSourceBlock:
         """Debezium's MariaDB (or MySQL) ``source`` block."""
         return self._block
+
+    @property
+    def debezium_release(self) -> str:
+        """The release of the connector's events (``source.version``): the MariaDB connector's notifications
+        take its shapes too (:func:`~signaller.snapshot.notifications.for_release`)."""
+        return self._release
 
     def prepare(self) -> list[TableId]:
         """Check the binlog settings (``TerminalSourceError`` naming each missing one) and read the server's
