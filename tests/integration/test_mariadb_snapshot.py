@@ -243,8 +243,6 @@ def test_read_values_equal_streamed_values_for_every_type(env: MariaEnv) -> None
         assert record.key == create.key
 
 
-@pytest.mark.xfail(strict=True, reason="the binlog client decodes a negative TIME with a fraction wrongly "
-                   "(-838:59:59.999999 streams as -838:59:59.000001); the READ has the server's value")
 def test_a_negative_time_with_a_fraction_reads_as_it_streams(env: MariaEnv) -> None:
     env.create_table("id INT PRIMARY KEY, tm TIME(6)")
     signal = signal_table(env)
