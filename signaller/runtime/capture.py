@@ -115,7 +115,8 @@ class CaptureLoop:
         snapshots = SnapshotCoordinator(config, source.chunks, source.schemas, dispatcher, checkpoint, self.control,
                                         commit_now=lambda: self._commit(reader, sink, checkpoint, final=True),
                                         status_changed=lambda: self._publish_status(snapshots),
-                                        compile_filter=source.compile_filter)
+                                        compile_filter=source.compile_filter,
+                                        debezium_release=source.debezium_release)
         self._snapshots = snapshots
         try:
             tables = source.prepare()

@@ -90,14 +90,16 @@ class SnapshotCoordinator:
                  dispatcher: EventDispatcher, checkpoint: Checkpoint, control: SidecarControl | None,
                  commit_now: Callable[[], None] | None = None,
                  status_changed: Callable[[], None] | None = None, *,
-                 compile_filter: Callable[[str, dict[str, str]], str]) -> None:
+                 compile_filter: Callable[[str, dict[str, str]], str], debezium_release: str | None = None) -> None:
         """``chunks`` and ``schemas`` are the source's chunk reader and schema provider (the latter on the
         log reader's schema cache), ``compile_filter`` the source's filter checker
         (:meth:`~signaller.sources.base.Source.compile_filter`); the coordinator closes ``chunks``. READs and
         notifications go out through ``dispatcher``, in ``checkpoint``'s groups; ``commit_now`` stores everything Kafka
         acknowledged (waiting for it); ``status_changed`` publishes the current status to ``control``
-        (both from the capture loop)."""
+        (both from the capture loop); notifications take the shapes of Debezium ``debezium_release``
+        (:func:`~signaller.snapshot.notifications.for_release`; None: the newest)."""
         self._config = config
+        self._release = debezium_release
         self._dispatcher = dispatcher
         self._checkpoint = checkpoint
         self.control = control
@@ -382,7 +384,10 @@ class SnapshotCoordinator:
         with self._adhoc_group():
             self._notify(notification)
 
-    def _notify(self, notification: notes.Notification) -> None:
+    def _notify(self, given: notes.Notification) -> None:
+        notification = notes.for_release(given, self._release)
+        if notification is None:
+            return
         if self._log_notifications or self._dispatcher.notification_topic is None:
             notes.log_notification(notification)
         self._dispatcher.notification(notification)

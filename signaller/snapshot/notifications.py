@@ -51,6 +51,35 @@ def make(kind: str, correlation_id: str | None, connector: str, aggregate: str =
     return Notification(correlation_id or str(uuid.uuid4()), kind, aggregate, {"connector_name": connector, **data})
 
 
+ADDED_IN_3_7 = frozenset({"DATA_COLLECTIONS_RESOLVED"})
+"""Notification types Debezium releases before 3.7 do not write (measured: the MariaDB connector 3.5.0.Final)."""
+FIELDS_ADDED_IN_3_7 = ("total_rows", "total_chunks", "chunk_index")
+"""``additional_data`` members of incremental-snapshot notifications Debezium releases before 3.7 do not write."""
+
+
+def for_release(notification: Notification, release: str | None) -> Notification | None:
+    """``notification`` as Debezium ``release`` (``3.5.0.Final``; None: the newest, unchanged) writes it: before
+    3.7, no :data:`ADDED_IN_3_7` notification (None) and no :data:`FIELDS_ADDED_IN_3_7` member. Pure."""
+    if release is None or _major_minor(release) >= (3, 7):
+        return notification
+    if notification.type in ADDED_IN_3_7:
+        return None
+    if not any(name in notification.additional_data for name in FIELDS_ADDED_IN_3_7):
+        return notification
+    data = {k: v for k, v in notification.additional_data.items() if k not in FIELDS_ADDED_IN_3_7}
+    return Notification(notification.id, notification.type, notification.aggregate_type, data, notification.timestamp)
+
+
+def _major_minor(release: str) -> tuple[int, int]:
+    """``(3, 5)`` of ``3.5.0.Final``; ``ValueError`` naming a release that is not ``<major>.<minor>...``."""
+    parts = release.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        msg = f"Debezium release {release!r} is not <major>.<minor>[.<patch>.<qualifier>] (3.5.0.Final)"
+        raise ValueError(msg) from None
+
+
 def log_notification(notification: Notification) -> None:
     """The log channel: one INFO line in Debezium's ``LogNotificationChannel`` format."""
     log.info(

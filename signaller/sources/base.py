@@ -378,6 +378,12 @@ class Source(Protocol[ChangeT_co]):
         Typed ``Any`` here because this module imports nothing from the wire format."""
         ...
 
+    @property
+    def debezium_release(self) -> str | None:
+        """The Debezium release whose notifications this connector writes (``3.5.0.Final``: MariaDB's), None for
+        the newest the sidecar reproduces (the default). Pure."""
+        return None
+
     def offset_keys(self, position: int, /) -> dict[str, Any] | None:
         """The source's own offset keys (Debezium's names) to store with the committed ``position`` (a
         :class:`TransactionCommit`'s ``end_lsn``, the start position, or a :attr:`LogReader.stream_end`

@@ -100,11 +100,11 @@ def test_debezium_mariadb_reference(stack: StackSettings, unique_name: str, tmp_
 
 
 KNOWN_MARIADB_GAPS = (
-    "open (issue 16): the sidecar writes no schema change topic (<topic.prefix>) and no schema history; READ events "
-    "carry server_id 0 where Debezium writes the server's id; a zero date in a NOT NULL column is null in a READ "
-    "(streamed: Debezium's fallback); the correlationId / dataCollectionId of some watermark rows in the signal "
-    "table differ (not yet diagnosed). The streamed events alone are compared, and pass, "
-    "in test_sidecar_streamed_events_match_debezium_mariadb"
+    "open (issue 16): the sidecar writes no schema change topic (<topic.prefix>) and no schema history, and with "
+    "snapshot.mode=no_data no start-up schema snapshot, so its start-up notification is Initial Snapshot SKIPPED "
+    "where Debezium's MariaDB connector writes Initial Snapshot STARTED and COMPLETED. Everything else (streamed "
+    "events, READs, watermark rows, incremental-snapshot notifications, transactions) is equal; the streamed "
+    "events alone are compared, and pass, in test_sidecar_streamed_events_match_debezium_mariadb"
 )
 """Why the full MariaDB comparison does not pass yet: strict, so it fails once they are fixed (remove the mark)."""
 
@@ -135,7 +135,7 @@ NOT_COMPARED_WHEN_STREAMING_ONLY: dict[str, str] = {
                       "schema history (it reads information_schema) and does not write it",
     "notifications": "start-up notifications only (no signal is sent): Debezium's MariaDB connector snapshots the "
                      "schema under snapshot.mode=no_data and says Initial Snapshot STARTED/COMPLETED, the sidecar "
-                     "says SKIPPED (runtime/snapshots.py, being wired for MariaDB now); the full test compares them",
+                     "keeps no schema history and says SKIPPED (runtime/snapshots.py); the full test compares them",
 }
 """The kinds :func:`test_sidecar_streamed_events_match_debezium_mariadb` leaves out, each with the reason. They
 are not allow-listed: the full side-by-side test above still compares them and fails on them."""

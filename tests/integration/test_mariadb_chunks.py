@@ -21,7 +21,7 @@ from signaller.model import TableId
 from signaller.signals.mariadb_filters import compile_mariadb_filter
 from signaller.sources.base import ChunkQueryError, ChunkTable, Key, RawRow
 from signaller.sources.mariadb.chunk_sql import chunk_query
-from signaller.sources.mariadb.chunks import MariaDbChunkReader, transaction_number
+from signaller.sources.mariadb.chunks import WATERMARK_KEYS_BEFORE_3_7, MariaDbChunkReader, transaction_number
 from signaller.sources.mariadb.connection import Endpoint, connect
 from signaller.sources.mariadb.schemas import MariaDbSchemaProvider, MariaDbTableInfo
 from signaller.sources.mariadb.signal_writer import insert_signal
@@ -178,6 +178,25 @@ def test_watermarks_are_signal_table_rows(endpoint: Endpoint, reader: MariaDbChu
     sql.execute(f"SELECT count(*) FROM {signal} WHERE id LIKE 'c2-%%'")
     assert sql.fetchall() == (("0",),)
     deleting.close()
+
+
+def test_watermarks_of_the_mariadb_connector_keep_its_release_keys(endpoint: Endpoint, sql: Any, name: str) -> None:
+    """Debezium's MariaDB connector 3.5.0.Final writes the window timestamps only (no correlationId and
+    dataCollectionId: 3.7.0.Alpha1 added them)."""
+    signal = f"{name}_signal"
+    sql.execute(f"CREATE TABLE {signal} (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))")
+    writer = MariaDbChunkReader(endpoint, TableId(DB, signal), "insert_insert",
+                                watermark_keys=WATERMARK_KEYS_BEFORE_3_7)
+    metadata = {"openWindowTimestamp": "2026-01-01T00:00:00Z", "correlationId": "snap-1", "dataCollectionId": "x.y"}
+    writer.write_marker("c1", True, metadata)
+    writer.write_marker("c1", False, {"openWindowTimestamp": "2026-01-01T00:00:00Z",
+                                      "closeWindowTimestamp": "2026-01-01T00:00:01Z",
+                                      "correlationId": "snap-1", "dataCollectionId": "x.y"})
+    writer.close()
+    sql.execute(f"SELECT id, data FROM {signal} ORDER BY id")
+    assert sql.fetchall() == (
+        ("c1-close", '{"openWindowTimestamp": "2026-01-01T00:00:00Z", "closeWindowTimestamp": "2026-01-01T00:00:01Z"}'),
+        ("c1-open", '{"openWindowTimestamp": "2026-01-01T00:00:00Z"}'))
 
 
 def test_read_only_chunks_see_exactly_the_transactions_before_their_snapshot(reader: MariaDbChunkReader, sql: Any,

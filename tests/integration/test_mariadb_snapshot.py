@@ -422,3 +422,25 @@ def test_a_signal_written_by_signal_send_starts_a_snapshot(env: MariaEnv) -> Non
     reader.wait_for(lambda records: replay(records) == tables.rows("int"), TIMEOUT_S, "every row")
     api.close()
 
+
+
+def test_reads_of_zero_dates_and_their_server_id_are_as_streamed(env: MariaEnv) -> None:
+    """A zero date in a ``NOT NULL`` column READs as Debezium's fallback, as it streams (a nullable one as null),
+    and READs carry the server's ``@@server_id`` as streamed changes do."""
+    env.create_table("id INT PRIMARY KEY, d DATE NULL, d_nn DATE NOT NULL, dt_nn DATETIME(3) NOT NULL")
+    signal = signal_table(env)
+    car = env.sidecar(snapshot_config(env, [env.table], signal))
+    api = start(car)
+    reader = env.reader()
+    env.sql(f"INSERT INTO `{env.table}` VALUES (1, '0000-00-00', '0000-00-00', '0000-00-00 00:00:00')")
+    streamed = reader.wait_for_count(1, TIMEOUT_S, car.log_tail)[0]
+    send_signal(env, signal, "zero-1", "execute-snapshot", {"data-collections": [f"{env.db}\\.{env.table}"]})
+    read = reader.wait_for_count(2, TIMEOUT_S, car.log_tail)[1]
+    api.close()
+    with env.conn.cursor() as cur:
+        cur.execute("SELECT @@server_id")
+        (server_id,) = cur.fetchone()
+    assert streamed.op == "c" and read.op == "r"
+    assert streamed.payload["after"] == {"id": 1, "d": None, "d_nn": 0, "dt_nn": 0}, streamed.payload
+    assert read.payload["after"] == streamed.payload["after"]
+    assert read.payload["source"]["server_id"] == streamed.payload["source"]["server_id"] == int(server_id) != 0

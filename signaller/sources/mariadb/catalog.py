@@ -76,6 +76,10 @@ class Catalog:
                            f"WHERE LOWER(VARIABLE_NAME) IN ({marks})", names, "reading server variables")
         return {str(name): str(value) for name, value in rows}
 
+    def server_id(self) -> int:
+        """The server's ``@@server_id`` (0 if the server reports none)."""
+        return _int(self.variables("server_id").get("server_id")) or 0
+
     def check_binlog(self) -> None:
         """``TerminalSourceError`` naming each server setting the binlog source needs and the server lacks."""
         found = self.variables(*REQUIRED_SETTINGS)

@@ -8,7 +8,10 @@ provider's ``TableRows.row`` parses.
 Watermarks are rows of the signal table (``signal.data.collection``, ``<database>.<table>``), as
 Debezium's MySQL and MariaDB connectors write them: ``INSERT`` of ``<chunk>-open`` /
 ``snapshot-window-open`` and ``<chunk>-close`` / ``snapshot-window-close`` (``insert_insert``), or the
-close as a ``DELETE`` of the open row (``insert_delete``); each commits (autocommit) before returning.
+close as a ``DELETE`` of the open row (``insert_delete``); each commits (autocommit) before returning. The
+``data`` of a watermark row holds the keys of the Debezium release being reproduced
+(:data:`WATERMARK_KEYS_BEFORE_3_7` for the MariaDB connector's 3.5.0.Final: the window timestamps only;
+3.7.0.Alpha1 added ``correlationId`` and ``dataCollectionId``, which the MySQL connector's rows keep).
 MariaDB has no transactional log message, so without a signal table only the read-only mode works.
 
 Read-only mode (``read.only=true``, nothing written): :meth:`MariaDbChunkReader.read_chunk_visible` reads
@@ -45,6 +48,10 @@ from signaller.sources.watermarks import debezium_metadata_text
 
 __all__ = ["GtidVisibility", "MariaDbChunkReader", "transaction_number"]
 
+WATERMARK_KEYS_BEFORE_3_7 = ("openWindowTimestamp", "closeWindowTimestamp")
+"""The keys of a watermark row's ``data`` before Debezium 3.7.0.Alpha1 (dbz#2236 added ``correlationId`` and
+``dataCollectionId``): what Debezium's MariaDB connector 3.5.0.Final writes."""
+
 CURSOR_WRITE_TIMEOUT_S = 3600
 """``net_write_timeout`` of the streaming connection: how long the server waits for the engine to fetch
 the next slice of a chunk (MariaDB's default, 60 s, would end the read between slow stream batches)."""
@@ -78,12 +85,15 @@ class MariaDbChunkReader(ChunkReader):
     :class:`~signaller.sources.base.ChunkReader` for the contract)."""
 
     def __init__(self, endpoint: Endpoint, signal_table: TableId | None, strategy: str,
-                 position_of: Callable[[str, int], int] = position) -> None:
+                 position_of: Callable[[str, int], int] = position,
+                 watermark_keys: tuple[str, ...] | None = None) -> None:
         """Connect (at the first call) to ``endpoint``; watermarks go to ``signal_table`` with Debezium's
         ``incremental.snapshot.watermarking.strategy`` ``strategy``; ``position_of`` maps a binlog file and
         offset to the stream's integer position (the read-only high watermark; by default the stream's own
-        :func:`~signaller.sources.mariadb.positions.position`)."""
+        :func:`~signaller.sources.mariadb.positions.position`); ``watermark_keys``: the metadata keys a
+        watermark row's ``data`` keeps (None: every key the engine gives)."""
         self._endpoint = endpoint
+        self._watermark_keys = watermark_keys
         self._signal_table = signal_table
         self._strategy = strategy
         self._position_of = position_of
@@ -222,7 +232,8 @@ class MariaDbChunkReader(ChunkReader):
     # -- watermarks -----------------------------------------------------------------------
     def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
         """Write and commit the open or close watermark of ``chunk_id`` into the signal table (``DELETE`` of
-        the open row for an ``insert_delete`` close); ``SourceError`` without a signal table or on failure."""
+        the open row for an ``insert_delete`` close), its ``data`` the ``metadata`` keys this reader keeps
+        (see ``__init__``); ``SourceError`` without a signal table or on failure."""
         if self._signal_table is None:
             raise TerminalSourceError("incremental snapshots of MariaDB write their watermarks into the signal "
                                       "table: set signal.data.collection (<database>.<table>), or read.only=true")
@@ -232,6 +243,8 @@ class MariaDbChunkReader(ChunkReader):
             opened = quote_literal(f"{chunk_id}-open")
             self._run("closing a snapshot window", f"DELETE FROM {target} WHERE id = {opened}")
             return
+        if self._watermark_keys is not None:
+            metadata = {key: value for key, value in metadata.items() if key in self._watermark_keys}
         values = (f"{chunk_id}-{kind}", f"snapshot-window-{kind}", debezium_metadata_text(metadata))
         self._run("writing a watermark", f"INSERT INTO {target} VALUES ({', '.join(map(quote_literal, values))})")
 

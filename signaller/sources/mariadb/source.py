@@ -28,13 +28,13 @@ from signaller.signals.mariadb_filters import compile_mariadb_filter
 from signaller.sources.base import Source
 from signaller.sources.mariadb.catalog import Catalog
 from signaller.sources.mariadb.changes import BinlogChange, TablePlan, TablePlans
-from signaller.sources.mariadb.chunks import MariaDbChunkReader
+from signaller.sources.mariadb.chunks import WATERMARK_KEYS_BEFORE_3_7, MariaDbChunkReader
 from signaller.sources.mariadb.connection import Endpoint
 from signaller.sources.mariadb.positions import gtid_of_number, position
 from signaller.sources.mariadb.reader import MariaDbLogReader
 from signaller.sources.mariadb.row_text import MariaDbColumn
 from signaller.sources.mariadb.schemas import MariaDbSchemaProvider, MariaDbTableInfo, ValueConversion
-from signaller.sources.mariadb.source_block import BinlogSourceBlock
+from signaller.sources.mariadb.source_block import BinlogSourceBlock, debezium_version
 from signaller.sources.mariadb.values import TypeModes
 
 
@@ -59,12 +59,14 @@ class MariaDbSource(Source[BinlogChange]):
         self._log = MariaDbLogReader(config, self.catalog, self._plans)
         endpoint = Endpoint.of(config)
         snapshot = config.snapshot
-        self._chunks = MariaDbChunkReader(endpoint, snapshot.signal_data_collection,
-                                          snapshot.watermarking_strategy.value, position_of=position)
+        connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
+        self._chunks = MariaDbChunkReader(
+            endpoint, snapshot.signal_data_collection, snapshot.watermarking_strategy.value, position_of=position,
+            watermark_keys=WATERMARK_KEYS_BEFORE_3_7 if connector == "mariadb" else None)
         self._schemas: MariaDbSchemaProvider[BinlogChange] = MariaDbSchemaProvider(
             endpoint, config.capture, self._read_change, convert_for=self._conversion)
-        connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
-        self._block = BinlogSourceBlock(connector, config.topics.prefix, self._log.file_name)
+        self._release = debezium_version(connector)
+        self._block = BinlogSourceBlock(connector, config.topics.prefix, self._log.file_name, self._release)
 
     @property
     def change_type(self) -> type[BinlogChange]:
@@ -103,7 +105,9 @@ class MariaDbSource(Source[BinlogChange]):
     def _conversion(self, info: MariaDbTableInfo) -> ValueConversion:
         """The stream's conversion of ``info``'s columns: its plan's converters, one per captured column;
         ``TerminalSourceError`` when the catalog's captured columns are not the plan's (the table was altered
-        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``)."""
+        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``). A value
+        the chunk's text leaves None in a ``NOT NULL`` column (a zero date) gets the plan's fallback, as the
+        stream's rows do (:meth:`~signaller.sources.mariadb.changes.TablePlan.row`)."""
         plan = self._plan(info.table_id)
         db, name = info.table_id.schema, info.table_id.table
         captured = tuple(c.name for c in info.columns if self._config.capture.is_column_captured(db, name, c.name))
@@ -112,9 +116,10 @@ class MariaDbSource(Source[BinlogChange]):
                    f"{list(plan.row_columns)} (altered since its plan was made): snapshot it again")
             raise TerminalSourceError(msg)
         converters = dict(plan.converters)
+        fallbacks = plan.fallbacks
 
         def convert(column: MariaDbColumn, value: Any) -> Any:
-            return None if value is None else converters[column.name](value)
+            return fallbacks.get(column.name) if value is None else converters[column.name](value)
 
         return convert
 
@@ -123,12 +128,20 @@ class MariaDbSource(Source[BinlogChange]):
         """Debezium's MariaDB (or MySQL) ``source`` block."""
         return self._block
 
+    @property
+    def debezium_release(self) -> str:
+        """The release of the connector's events (``source.version``): the MariaDB connector's notifications
+        take its shapes too (:func:`~signaller.snapshot.notifications.for_release`)."""
+        return self._release
+
     def prepare(self) -> list[TableId]:
-        """Check the binlog settings (``TerminalSourceError`` naming each missing one); the captured tables, sorted.
+        """Check the binlog settings (``TerminalSourceError`` naming each missing one) and read the server's
+        ``@@server_id`` (the ``server_id`` of READs); the captured tables, sorted.
         Every ``snapshot.mode`` is accepted: ``initial``/``when_needed`` queue an incremental snapshot of the
         captured tables at the first start (the capture loop's), the stream starting at the server's current
         position in every mode."""
         self.catalog.check_binlog()
+        self._block.server_id = self.catalog.server_id()
         return [table for table in self.catalog.tables() if self._plans.is_captured(table)]
 
     def offset_keys(self, position: int, /) -> dict[str, Any] | None:

@@ -10,8 +10,9 @@ transactions carry none), ``query`` (the annotate-rows statement with ``include.
 
 A snapshot READ (built from a ``ChangeEvent``) has ``file``/``pos`` of the stream position its window
 was read at (decoded from the event's integer position; the file's base name is the server's), row 0,
-no GTID and ``server_id`` 0, as Debezium's incremental snapshot READs show the last stream position.
-Pure; immutable.
+no GTID and ``server_id`` the connected server's ``@@server_id`` (:attr:`BinlogSourceBlock.server_id`, set
+by the source when it starts; 0 until then), as Debezium's incremental snapshot READs show the last stream
+position and the server they were read from. Pure.
 """
 
 from __future__ import annotations
@@ -66,11 +67,13 @@ def source_schema(connector: str) -> dict[str, Any]:
 
 class BinlogSourceBlock:
     """The block of one capture session (``connector``, ``topic.prefix``; ``file_name`` names binlog file number
-    ``n``, as the server does)."""
+    ``n``, as the server does; ``server_id``: the server's ``@@server_id``, what READs carry)."""
 
     def __init__(self, connector: str, topic_prefix: str, file_name: Callable[[int], str],
-                 version: str | None = None) -> None:
+                 version: str | None = None, server_id: int = 0) -> None:
         self.schema = source_schema(connector)
+        self.server_id = server_id
+        """The ``server_id`` of READs: the connected server's ``@@server_id`` (set when the source starts)."""
         self._connector = connector
         self._name = topic_prefix
         self._file_name = file_name
@@ -93,7 +96,7 @@ class BinlogSourceBlock:
         return {
             "version": self._version, "connector": self._connector, "name": self._name, "ts_ms": ts_us // 1000,
             "snapshot": event.snapshot or "false", "db": event.table.schema, "sequence": None, "ts_us": ts_us,
-            "ts_ns": ts_us * 1000, "table": event.table.table, "server_id": 0, "gtid": None,
+            "ts_ns": ts_us * 1000, "table": event.table.table, "server_id": self.server_id, "gtid": None,
             "file": self._file_name(position >> 32), "pos": position & 0xFFFFFFFF, "row": 0,
             "thread": None, "query": None,
         }
