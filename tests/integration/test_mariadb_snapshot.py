@@ -423,7 +423,6 @@ def test_a_signal_written_by_signal_send_starts_a_snapshot(env: MariaEnv) -> Non
     api.close()
 
 
-
 def test_reads_of_zero_dates_and_their_server_id_are_as_streamed(env: MariaEnv) -> None:
     """A zero date in a ``NOT NULL`` column READs as Debezium's fallback, as it streams (a nullable one as null),
     and READs carry the server's ``@@server_id`` as streamed changes do."""
