@@ -132,9 +132,9 @@ class Change:
 
 
 MESSAGE_PREFIX = "signaller"
+"""Logical decoding messages with this prefix are surfaced as ``LogicalMessage`` items."""
 POSITION_REQUEST_S = 0.01
 """The shortest interval between two ``request_position`` status updates."""
-"""Logical decoding messages with this prefix are surfaced as ``LogicalMessage`` items."""
 
 Item = Change | TxBegin | TxCommit | LogicalMessage
 
