@@ -9,25 +9,26 @@ images, from the window's open marker until the row is emitted). When ``wants_ch
 written; see ``reading``) runs on ``reads``, in the runtime a worker thread, so the stream never waits
 for a chunk query; the loop takes the result with ``poll_reads`` (while ``reading``), which also
 fetches a large chunk's rest (server-side cursor: ``FIRST_FETCH`` rows before the close watermark,
-then slices, while ``fetching``) ahead of the READs. A closed window's READs go out in slices between
-stream batches (``emit_pending``), a row only if no streamed change of its key was seen since the
-open marker, so no READ follows a newer change of its row. Chunk rows stay as the source's text until
-their slice is emitted. The durable state is ``state`` (immutable; a new object after each change);
-it moves to the window's last key once the window's last READ was emitted; a read in flight at a
-restart is read again from there.
+then slices, while ``fetching``) ahead of the READs. As Debezium's, a window whose chunk comes back
+empty finishes its table and reads the next queued table's first chunk before its close watermark
+(one window, the first table's markers). A closed window's READs go out in slices between stream
+batches (``emit_pending``), a row only if no streamed change of its key was seen since the open
+marker. Chunk rows stay as the source's text until their slice is emitted. The durable state is
+``state`` (immutable; a new object after each change); it moves to the window's last key once the
+window's last READ was emitted; a read in flight at a restart is read again from there.
 
 Contracts: ``apply`` never raises (except a ``SinkError``: Kafka failing), every problem becomes a
 rejected ``SignalOutcome`` with a reason; signal patterns are matched with RE2. Every row a chunk
 SELECT read is either emitted or superseded by a streamed change; a table whose counts do not add up
 finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. ``emit_reads`` (optional) sends
-a slice of READ rows of one table in one call (the runtime's bulk path); without it each READ is a
+a slice of READ rows of one table in one call (the runtime's bulk path); else each READ is a
 ``ChangeEvent`` given to ``emit``. Parts: ``requests``, ``tables``, ``blocking``, ``status``,
-``window``, ``reading``, ``state``, ``notifications``; the source only through
+``window``, ``reading``, ``finishing``, ``state``, ``notifications``; the source only through
 ``signaller.sources.base``'s ``ChunkReader`` and ``TableSchemaProvider`` (generic over its change type).
 """
-
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -36,9 +37,9 @@ from collections.abc import Callable
 from typing import Any, Generic
 
 from signaller.config import CaptureSection, SnapshotSection
-from signaller.errors import SignalError, SinkError, SourceError
+from signaller.errors import SignalError, SourceError
 from signaller.model import ChangeEvent, Op
-from signaller.signals.actions import entry_for
+from signaller.signals.actions import apply_action
 from signaller.signals.model import (
     ExecuteSnapshot,
     LogMessage,
@@ -52,7 +53,7 @@ from signaller.signals.model import (
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.blocking import BlockingSnapshot, Emit, Notify
 from signaller.snapshot.control import SidecarStatus
-from signaller.snapshot.finishing import finish_head, stop_tables
+from signaller.snapshot.finishing import account_window, finish_head, stop_tables
 from signaller.snapshot.reading import (
     ChunkRequest,
     ChunkResult,
@@ -65,8 +66,8 @@ from signaller.snapshot.reading import (
 )
 from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal_pattern, stopped_by
 from signaller.snapshot.state import Key, QueuedTable, SnapshotState
-from signaller.snapshot.status import TableRuntime, build_status, key_text, progress_fields, scan_status
-from signaller.snapshot.tables import PreparedTable, TableCatalog, total_rows
+from signaller.snapshot.status import TableRuntime, build_status, in_progress, key_text, scan_status
+from signaller.snapshot.tables import PreparedTable, TableCatalog, start_table
 from signaller.snapshot.window import Window, row_identity
 from signaller.sources.base import (
     ChangeT,
@@ -145,6 +146,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._reads: Reads = reads or InlineReads()
         self._job: Pending[ChunkResult | RestSlice] | None = None
         self._job_lower: Key | None = None
+        self._window_request: ChunkRequest | None = None
 
     def close(self) -> None:
         """Wait for the read in flight (its result is dropped: a new session reads the chunk again from the
@@ -192,7 +194,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     @property
     def wants_chunk(self) -> bool:
         """Whether the loop should call ``read_chunk`` now: a chunk is due and no window awaits its close marker."""
-        return self._need_chunk and not self._window.pending
+        return self._need_chunk and not self._window.pending and self._job is None
 
     # -- signals --------------------------------------------------------------------------
     def apply(self, signal: Signal, action: object) -> SignalOutcome:
@@ -202,22 +204,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         the signal is a rejection with its reason; a database error a rejection "could not check the
         signal against the database: ..."; anything unexpected a rejection naming the signal, with the
         traceback in the log."""
-        try:
-            entry = entry_for(action)
-            if entry is None:
-                raise SignalError(f"signal type {signal.type!r} cannot be sent by users", signal.id)
-            entry.handle(self, action)
-        except SignalError as exc:
-            return SignalOutcome(signal.id, False, exc.reason)
-        except SourceError as exc:
-            return SignalOutcome(signal.id, False, f"could not check the signal against the database: {exc}")
-        except SinkError:
-            raise
-        except Exception as exc:
-            log.exception("signal %s (%s) could not be applied", signal.id, signal.type)
-            return SignalOutcome(signal.id, False, f"signal {signal.id!r} ({signal.type}) could not be applied: "
-                                 f"internal error {type(exc).__name__}: {exc} (the sidecar logged the details)")
-        return SignalOutcome(signal.id, True)
+        return apply_action(self, signal, action)
 
     def execute_snapshot(self, action: ExecuteSnapshot) -> None:
         """The ``execute-snapshot`` action (``ActionHandler``)."""
@@ -253,22 +240,20 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def pause_snapshot(self, action: PauseSnapshot) -> None:
         """The ``pause-snapshot`` action (``ActionHandler``)."""
-        if not self._state.running:
-            raise SignalError("no incremental snapshot is running", action.signal_id)
-        if not self._state.paused:
-            self._state = self._state.with_changes(paused=True)
-            self._notify(notes.make("PAUSED", self._state.correlation_id, self._topic_prefix,
-                                    data_collections=self._collections()))
+        self._set_paused(action.signal_id, True)
 
     def resume_snapshot(self, action: ResumeSnapshot) -> None:
         """The ``resume-snapshot`` action (``ActionHandler``)."""
+        self._set_paused(action.signal_id, False)
+
+    def _set_paused(self, signal_id: str, paused: bool) -> None:
         if not self._state.running:
-            raise SignalError("no incremental snapshot is running", action.signal_id)
-        if self._state.paused:
-            self._state = self._state.with_changes(paused=False)
-            self._notify(notes.make("RESUMED", self._state.correlation_id, self._topic_prefix,
+            raise SignalError("no incremental snapshot is running", signal_id)
+        if self._state.paused != paused:
+            self._state = self._state.with_changes(paused=paused)
+            self._notify(notes.make("PAUSED" if paused else "RESUMED", self._state.correlation_id, self._topic_prefix,
                                     data_collections=self._collections()))
-            self._need_chunk = True
+            self._need_chunk = self._need_chunk or not paused
 
     def log_message(self, action: LogMessage) -> None:
         """The ``log`` action (``ActionHandler``): ``{}`` in the message becomes the current offsets."""
@@ -287,6 +272,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             event = change.event
             table = str(event.table)
             if table != window.table:
+                window.hold(table, event)  # the window may move on to that table (an empty chunk)
                 return
             if self._read_only and self._visible is None:
                 self._unresolved.append(event)  # matched once the read's visibility is known
@@ -378,18 +364,13 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._window_emitted = 0
         head = self._state.queue[0] if self._state.queue else None
         if head is not None and head.table in self._prepared:
-            runtime = self._runtime.setdefault(head.table, TableRuntime())
-            runtime.rows_emitted += emitted
-            runtime.rows_evicted += evicted
-            queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
-                                 head.rows + emitted, head.started_at), *self._state.queue[1:])
-            self._state = self._state.with_changes(queue=queue, last_key=self._chunk_end)
+            self._state = account_window(self._state, self._runtime.setdefault(head.table, TableRuntime()), emitted,
+                                         evicted, self._chunk_end)
         self._after_window()
 
     def _after_window(self) -> None:
         self._need_chunk = self._state.running
-        if self._pending_stops:
-            self._apply_stops()
+        self._apply_stops()
 
     # -- reading a chunk ------------------------------------------------------------------
     def read_chunk(self) -> None:
@@ -398,21 +379,43 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         on (read-only mode: it is open at once, its stream changes matched once the read's visibility is known)."""
         self._need_chunk = False
         self._apply_stops()
-        prepared = self._next_table() if self._state.running and not self._state.paused else None
-        if prepared is None:
+        if not self._state.running or self._state.paused:
+            return
+        first, correlation = self._state.queue[0].table, self._state.correlation_id  # the window's, as Debezium's
+        prepared = self._next_table()  # a skipped table's window still opens and closes (not in read-only mode)
+        if prepared is None and self._read_only:
             return
         streamed = not self._read_only and self.chunk_size > FIRST_FETCH
-        request = ChunkRequest(str(uuid.uuid4()), prepared.chunk, self._chunk_end, self._state.max_key,
-                               self.chunk_size, self._read_only, FIRST_FETCH if streamed else None,
-                               self._state.correlation_id, self._state.queue[0].table)
-        self._window_keys, self._window_emitted = tuple(name for name, _ in prepared.chunk.key), 0
-        self._window.fill(request.chunk_id, str(prepared.info.table_id), (), complete=False)
+        chunk = None if prepared is None else prepared.chunk
+        request = ChunkRequest(str(uuid.uuid4()), chunk, self._chunk_end, self._state.max_key, self.chunk_size,
+                               self._read_only, FIRST_FETCH if streamed else None, correlation, first)
+        later = frozenset() if self._read_only else frozenset(q.table for q in self._state.queue[1:])
+        table = "" if prepared is None else str(prepared.info.table_id)
+        self._window.fill(request.chunk_id, table, (), complete=False, later=later)
         if self._read_only:
             self._visible, self._high_lsn, self._unresolved = None, 0, []
             self._window.open(request.chunk_id)
-        self._job_lower = request.lower
-        self._job = self._reads.submit(functools.partial(read_window, self._chunks, request))
+        self._start_read(prepared, request)
         self.poll_reads()
+
+    def _start_read(self, prepared: PreparedTable[ChangeT] | None, request: ChunkRequest) -> None:
+        self._window_keys, self._window_emitted = () if prepared is None else tuple(n for n, _ in prepared.chunk.key), 0
+        self._job_lower, self._window_request = request.lower, request
+        self._job = self._reads.submit(functools.partial(read_window, self._chunks, request))
+
+    def _continue_window(self, opened: str) -> None:
+        """The head's chunk came back empty (it is finished) and its window is still open: as Debezium, the next
+        queued table (prepared here, no read in flight) has its first chunk read in the same window, whose markers
+        keep the first table's metadata; with no table left, the window closes."""
+        first, prepared = self._window_request, self._next_table()
+        assert first is not None
+        later = frozenset(q.table for q in self._state.queue[1:])
+        request = dataclasses.replace(first, table=None if prepared is None else prepared.chunk, lower=self._chunk_end,
+                                      upper=self._state.max_key, opened=opened)
+        held = self._window.switch_table("" if prepared is None else str(prepared.info.table_id), later)
+        self._start_read(prepared, request)
+        for event in held:  # its changes streamed since the open marker, as if the window had been its own
+            self._supersede(event)
 
     def _next_table(self) -> PreparedTable[ChangeT] | None:
         """The head table, prepared; tables that cannot be read are finished on the way."""
@@ -438,10 +441,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         return self._job is not None
 
     def poll_reads(self) -> None:
-        """Take the result of a finished read, if any, and start fetching the next slice of a streamed chunk
-        while fewer than ``FETCH_AHEAD`` of its rows wait. Call from the loop's thread, between stream batches.
-        Raises what a watermark write raised (``SourceError``)."""
-        self._collect(wait=False)
+        """Take the result of a finished read, if any (and of the reads it started, once done), and start fetching
+        the next slice of a streamed chunk while fewer than ``FETCH_AHEAD`` of its rows wait. Call from the loop's
+        thread, between stream batches. Raises what a watermark write raised (``SourceError``)."""
+        while self._collect(wait=False):
+            pass
         if self._job is None and self._rest is not None and len(self._window) < FETCH_AHEAD:
             self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, FETCH_ROWS))
             self._collect(wait=False)
@@ -453,19 +457,22 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                 self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, FETCH_ROWS))
             self._collect(wait=True)
 
-    def _collect(self, *, wait: bool) -> None:
+    def _collect(self, *, wait: bool) -> bool:
         job = self._job
         if job is None or not (wait or job.done()):
-            return
+            return False
         self._job, result = None, job.result()
         head = self._state.queue[0] if self._state.queue else None
         prepared = self._prepared.get(head.table) if head else None
-        if head is None or prepared is None:  # cannot happen while a window is pending; drop the read
+        if head is None or prepared is None:  # a window closed after its last table (close_window): it is complete
             for rest in (self._rest, getattr(result, "rest", None)):
                 if rest is not None:
                     rest.close()
             self._rest = None
-            return
+            self._window.complete_chunk()
+            if self._window.done:
+                self._end_window()
+            return True
         runtime = self._runtime.setdefault(head.table, TableRuntime())
         if isinstance(result, ChunkResult):
             self._chunk_result(head, prepared, self._job_lower, runtime, result)
@@ -473,11 +480,14 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._rest_result(head, prepared, runtime, result)
         if self._window.done:
             self._end_window()
+        return True
 
     def _chunk_result(self, head: QueuedTable, prepared: PreparedTable[ChangeT], lower: Key | None,
                       runtime: TableRuntime, result: ChunkResult) -> None:
         runtime.chunks += 1
         runtime.chunk_seconds = result.seconds
+        if result.open_since is None:
+            self._window.settle_table()
         if result.error is not None or not result.rows:
             if result.error is not None:
                 log.warning("incremental snapshot of %s failed: %s", head.table, result.error)
@@ -486,6 +496,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
                 self._window.finish()
                 self._visible, self._unresolved = None, []
                 self._after_window()
+            elif result.open_since is not None:  # the next table's first chunk, in the same window
+                self._continue_window(result.open_since)
             else:  # the markers still open and close the (empty) window
                 self._window.complete_chunk()
             return
@@ -519,16 +531,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._runtime.setdefault(head.table, TableRuntime()).estimated_rows = prepared.info.estimated_rows
         if self._state.max_key is None:
             runtime = self._runtime.setdefault(head.table, TableRuntime())
-            runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
-            max_key = self._chunks.max_key(prepared.chunk)
-            if max_key is None:
+            started = start_table(self._chunks, prepared, self._state, runtime)
+            if started is None:
                 self._finish_table("EMPTY")
                 return None
-            runtime.total_rows = total_rows(self._chunks, prepared, head, max_key)
-            started = head.started_at or time.time()
-            queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id, head.rows, started),
-                     *self._state.queue[1:])
-            self._state = self._state.with_changes(max_key=max_key, queue=queue)
+            self._state = started
         return prepared
 
     @property
@@ -541,9 +548,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         """A slice of the chunk's rest (the last completes it); a failed fetch ends the table ``SQL_EXCEPTION``."""
         if result.error is not None:
             log.warning("incremental snapshot of %s failed: %s", head.table, result.error)
-            self._rest = None
+            self._rest, self._window_emitted = None, 0
             self._window.finish()
-            self._window_emitted = 0
             self._finish_table("SQL_EXCEPTION")
             self._after_window()
             return
@@ -564,13 +570,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._chunk_end = tuple(last[len(prepared.chunk.columns):])
         runtime = self._runtime.setdefault(head.table, TableRuntime())
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
-        self._notify(notes.make(
-            "IN_PROGRESS", self._state.correlation_id, self._topic_prefix,
-            data_collections=self._collections(), current_collection_in_progress=head.table,
-            maximum_key=key_text(self._state.max_key) or '"<null>"',
-            last_processed_key=key_text(self._chunk_end) or "",
-            **progress_fields(self._runtime.get(head.table), self.chunk_size),
-        ))
+        self._notify(in_progress(self._state, self._chunk_end, runtime, self.chunk_size, self._topic_prefix))
 
     def _finish_table(self, status: str, *, announce: bool = True) -> None:
         table = self._state.queue[0].table

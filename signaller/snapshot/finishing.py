@@ -7,17 +7,30 @@ restart but the state returned (stored with the Kafka group that carries the not
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
 
 from signaller.snapshot import notifications as notes
-from signaller.snapshot.state import FinishedTable, QueuedTable, SnapshotState
+from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime
 
 log = logging.getLogger("signaller.snapshot")
 MAX_FINISHED = 100
 """Finished tables kept in the state (the newest)."""
+
+
+def account_window(state: SnapshotState, runtime: TableRuntime, emitted: int, evicted: int,
+                   last_key: Key | None) -> SnapshotState:
+    """A window of the head table is over (every row emitted or superseded): its ``emitted`` and ``evicted``
+    rows are counted (the head's ``rows``, ``runtime``) and the state moves to the window's ``last_key``, so a
+    restart reads on after it."""
+    runtime.rows_emitted += emitted
+    runtime.rows_evicted += evicted
+    head = state.queue[0]
+    queue = (dataclasses.replace(head, rows=head.rows + emitted), *state.queue[1:])
+    return state.with_changes(queue=queue, last_key=last_key)
 
 
 def finish_head(state: SnapshotState, status: str, runtime: TableRuntime | None, topic_prefix: str,
