@@ -464,7 +464,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._job, result = None, job.result()
         head = self._state.queue[0] if self._state.queue else None
         prepared = self._prepared.get(head.table) if head else None
-        if head is None or prepared is None:  # a window closed after its last table (close_window): it is complete
+        if head is None or prepared is None:  # a window with no table left to read was closed: it is complete
             for rest in (self._rest, getattr(result, "rest", None)):
                 if rest is not None:
                     rest.close()
