@@ -339,6 +339,15 @@ def test_filter_pause_resume_and_stop_over_post_signals(env: MariaEnv) -> None:
     api.close()
 
 
+MARIADB_ACK_STALL = (
+    "open bug (issue 16), intermittent: on MariaDB the sidecar sometimes keeps one record unacknowledged after a "
+    "snapshot ('waiting for Kafka: 1 record(s) unacknowledged'), its offsets stop advancing and the test times out; "
+    "seen in 2 of about 10 runs of these two tests, under load, not yet diagnosed"
+)
+"""Why the two tests below may fail: not strict, because the bug does not show in every run."""
+
+
+@pytest.mark.xfail(strict=False, reason=MARIADB_ACK_STALL)
 def test_kill_9_mid_snapshot_resumes_after_the_last_stored_chunk(env: MariaEnv) -> None:
     tables = Tables(env, {"int": 6000})
     signal = signal_table(env)
@@ -375,6 +384,7 @@ def test_kill_9_mid_snapshot_resumes_after_the_last_stored_chunk(env: MariaEnv) 
     api.close()
 
 
+@pytest.mark.xfail(strict=False, reason=MARIADB_ACK_STALL)
 def test_read_only_snapshots_without_a_signal_table(env: MariaEnv) -> None:
     """``read.only=true``: no signal table, nothing written; the consistent-snapshot GTID position closes each
     window; concurrent writes leave no READ older than a change streamed before it."""
