@@ -141,7 +141,6 @@ NOT_COMPARED_WHEN_STREAMING_ONLY: dict[str, str] = {
 are not allow-listed: the full side-by-side test above still compares them and fails on them."""
 
 
-@pytest.mark.skipif(not SIDECAR_HAS_MARIADB, reason=f"no source for {MARIADB_CONNECTOR_CLASS}")
 def test_sidecar_streamed_events_match_debezium_mariadb(stack: StackSettings, unique_name: str,
                                                         tmp_path: Path) -> None:
     """The streamed part of the script alone (no execute-snapshot signals: no READs, no watermark rows, no
