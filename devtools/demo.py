@@ -259,6 +259,19 @@ def _source_state(settings: StackSettings) -> tuple[int, str]:
         return int(count), str(digest)
 
 
+def shut_down(writer: Any, spark: Any, proc: subprocess.Popen[bytes] | None) -> None:
+    """Stop what a demo started, whichever of them exist: the writer thread (``stop_event``), the Spark
+    streaming queries and session, then the sidecar process."""
+    if writer is not None:
+        writer.stop_event.set()
+    if spark is not None:
+        for active in spark.streams.active:
+            active.stop()
+        spark.stop()
+    if proc is not None and proc.poll() is None:
+        stop_pid(proc.pid, timeout_s=10)
+
+
 def delta_state(spark: Any, path: Path) -> tuple[int, str, list[Any]]:
     rows = sorted(spark.read.format("delta").load(str(path)).collect(), key=lambda r: r.id)
     text = ",".join("|".join(str(v) for v in (r.id, r.customer, r.qty, r.price, r.note)) for r in rows)
@@ -379,11 +392,4 @@ def run_demo(rows: int = 20000, record_format: str = "json", source: str = "post
         print(f"DEMO FAILED: {exc}", flush=True)
         return 1
     finally:
-        if writer is not None:
-            writer.stop_event.set()
-        if spark is not None:
-            for active in spark.streams.active:
-                active.stop()
-            spark.stop()
-        if proc is not None and proc.poll() is None:
-            stop_pid(proc.pid, timeout_s=10)
+        shut_down(writer, spark, proc)

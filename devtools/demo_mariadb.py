@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devtools.demo import TABLE, DemoFailed, api, console, delta_state, show, snapshot_backfill
+from devtools.demo import TABLE, DemoFailed, api, console, delta_state, show, shut_down, snapshot_backfill
 from devtools.env import sidecar_env
-from devtools.processes import stop_pid
 from devtools.settings import StackSettings
 from devtools.spark import jars_dir
 from devtools.stack import Stack
@@ -283,11 +282,4 @@ def run_mariadb_demo(rows: int) -> int:
         print(f"DEMO FAILED: {exc}", flush=True)
         return 1
     finally:
-        if writer is not None:
-            writer.stop_event.set()
-        if spark is not None:
-            for active in spark.streams.active:
-                active.stop()
-            spark.stop()
-        if proc is not None and proc.poll() is None:
-            stop_pid(proc.pid, timeout_s=10)
+        shut_down(writer, spark, proc)
