@@ -34,11 +34,23 @@ TABLES_PARAMS = ("pg\\_toast%",)
 """Every user table (ordinary and partitioned), as ``(schema, table)``: run with ``TABLES_PARAMS``."""
 
 
+LOST_CONNECTION_TEXTS = ("no message from the libpq", "server closed the connection", "connection already closed",
+                         "terminating connection", "SSL SYSCALL error", "could not receive data from server")
+"""What libpq says when the server went away under a connection. psycopg2 raises some of these as a plain
+``DatabaseError`` without SQLSTATE, not as ``OperationalError``: a server crash or ``pg_ctl restart -m
+immediate`` in the middle of the replication stream gives "error with status PGRES_COPY_BOTH and no message
+from the libpq"."""
+
+
 def translate(exc: psycopg2.Error, doing: str) -> Exception:
-    """Map a driver error to a transient (connection, locks, resources) or terminal SourceError."""
+    """Map a driver error to a transient (connection, locks, resources) or terminal SourceError. A lost
+    connection is transient whatever class psycopg2 gave it (``InterfaceError``, or an error without SQLSTATE
+    whose text is one of :data:`LOST_CONNECTION_TEXTS`): the supervisor connects again."""
     code = getattr(exc, "pgcode", None) or ""
     text = f"PostgreSQL error while {doing}: {str(exc).strip()}"
-    if isinstance(exc, psycopg2.OperationalError) or code.startswith(TRANSIENT_CODES):
+    lost = isinstance(exc, psycopg2.InterfaceError) or (
+        not code and any(phrase in str(exc) for phrase in LOST_CONNECTION_TEXTS))
+    if isinstance(exc, psycopg2.OperationalError) or code.startswith(TRANSIENT_CODES) or lost:
         return TransientSourceError(text)
     return TerminalSourceError(text)
 
