@@ -1,0 +1,161 @@
+"""Measurements taken while the chaos run goes on: recovery markers and the replication slot.
+
+:class:`RecoveryProbe`: after each fault, a marker row (``id`` = the fault's number) is inserted into the probe
+table (retried until PostgreSQL takes it); the first time its insert is seen in the probe topic and in the probe's
+Delta table gives the fault's recovery time to Kafka and to Delta (from the fault's ``recover_from``).
+
+:class:`SlotMonitor`: every 2 s, the slot's retained WAL (``pg_current_wal_lsn() - restart_lsn``) and its lag
+(``pg_current_wal_lsn() - confirmed_flush_lsn``), in bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg2
+from confluent_kafka import Consumer, KafkaError
+
+from bench.chaos.pipeline import SLOT
+from bench.chaos.tables import PROBE
+
+
+class RecoveryProbe:
+    """Markers in, first sightings out: ``kafka_seen`` / ``delta_seen`` map a marker id to ``time.time()``."""
+
+    def __init__(self, dsn: str, bootstrap: str, topic: str, delta_path: Path) -> None:
+        self.dsn = dsn
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.delta_path = delta_path
+        self.marks: dict[int, float] = {}
+        self.kafka_seen: dict[int, float] = {}
+        self.delta_seen: dict[int, float] = {}
+        self._halt = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._watch_kafka, name="probe-kafka", daemon=True),
+                         threading.Thread(target=self._watch_delta, name="probe-delta", daemon=True)]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._halt.set()
+        for thread in self._threads:
+            thread.join(30)
+
+    def mark(self, number: int, since: float) -> None:
+        """Insert marker ``number`` in the background (PostgreSQL may be restarting); recovery counts from ``since``."""
+        with self._lock:
+            self.marks[number] = since
+        threading.Thread(target=self._insert, args=(number,), name=f"probe-mark-{number}", daemon=True).start()
+
+    def _insert(self, number: int) -> None:
+        while not self._halt.is_set():
+            try:
+                with psycopg2.connect(self.dsn, connect_timeout=5) as conn, conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO {PROBE} (id, t) VALUES (%s, %s) ON CONFLICT (id) DO UPDATE SET t = "
+                                "excluded.t", (number, time.time()))
+                conn.close()
+                return
+            except psycopg2.Error:
+                self._halt.wait(0.5)
+
+    def _watch_kafka(self) -> None:
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"chaos-probe-{time.time_ns()}",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                             "topic.metadata.refresh.interval.ms": 2000, "log_level": 0})
+        consumer.subscribe([self.topic])
+        try:
+            while not self._halt.is_set():
+                message = consumer.poll(0.5)
+                if message is None:
+                    continue
+                error, body = message.error(), message.value()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        time.sleep(0.5)
+                    continue
+                if body is None:
+                    continue
+                value = orjson.loads(body)
+                payload = value.get("payload", value)
+                after = payload.get("after") if isinstance(payload, dict) else None
+                if after is not None:
+                    with self._lock:
+                        self.kafka_seen.setdefault(int(after["id"]), time.time())
+        finally:
+            consumer.close()
+
+    def _watch_delta(self) -> None:
+        from deltalake import DeltaTable
+
+        while not self._halt.wait(1.0):
+            try:
+                ids = DeltaTable(str(self.delta_path)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+            except Exception:  # not created yet, or caught mid-commit: look again
+                continue
+            now = time.time()
+            with self._lock:
+                for marker in ids:
+                    self.delta_seen.setdefault(int(marker), now)
+
+    def recovery(self, number: int) -> tuple[float | None, float | None]:
+        """Seconds from the fault to the marker in Kafka and in Delta (None: not seen)."""
+        with self._lock:
+            since = self.marks.get(number)
+            if since is None:
+                return None, None
+            kafka_at, delta_at = self.kafka_seen.get(number), self.delta_seen.get(number)
+        return (None if kafka_at is None else round(kafka_at - since, 2),
+                None if delta_at is None else round(delta_at - since, 2))
+
+
+class SlotMonitor(threading.Thread):
+    """Samples the slot every ``interval_s``; ``peak_retained`` / ``peak_lag`` in bytes."""
+
+    def __init__(self, dsn: str, interval_s: float = 2.0) -> None:
+        super().__init__(name="chaos-slot", daemon=True)
+        self.dsn = dsn
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, int, int]] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        conn: Any = None
+        while not self._halt.wait(self.interval_s):
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg2.connect(self.dsn, connect_timeout=5)
+                    conn.autocommit = True
+                sample = self.sample(conn)
+                if sample is not None:
+                    self.samples.append((time.time(), *sample))
+            except psycopg2.Error:
+                conn = None
+
+    @staticmethod
+    def sample(conn: Any) -> tuple[int, int] | None:
+        """``(retained, lag)`` in bytes now, or None without the slot."""
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, "
+                        "pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint "
+                        "FROM pg_replication_slots WHERE slot_name = %s", (SLOT,))
+            row = cur.fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(10)
+
+    @property
+    def peak_retained(self) -> int:
+        return max((s[1] for s in self.samples), default=0)
+
+    @property
+    def peak_lag(self) -> int:
+        return max((s[2] for s in self.samples), default=0)

@@ -1,0 +1,77 @@
+"""The chaos harness's pure logic (bench.chaos): the fault schedule, topic replay with its stale-READ and
+duplicate counts, and the row comparison of the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.chaos.plan import FULL, QUICK
+from bench.chaos.tables import BY_NAME
+from bench.chaos.topics import UNAVAILABLE, replay
+from bench.chaos.verdict import compare, judge_signals
+
+INT = BY_NAME["chaos_int"]
+
+
+def event(op: str, lsn: int, before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    return {"op": op, "before": before, "after": after, "source": {"lsn": lsn}}
+
+
+def test_schedule_is_seeded_complete_and_inside_the_fault_window() -> None:
+    schedule = FULL.schedule()
+    assert schedule == FULL.schedule()
+    assert schedule != FULL.with_seed(18).schedule()
+    kinds = [kind for _, kind in schedule]
+    for kind, count in FULL.faults.items():
+        assert kinds.count(kind) == (0 if kind == "sidecar_kill_kafka_down" else count)
+    assert FULL.faults["sidecar_kill"] + FULL.faults["sidecar_kill_in_window"] + \
+        FULL.faults["sidecar_kill_kafka_down"] >= 20
+    for plan in (FULL, QUICK):
+        times = [at for at, _ in plan.schedule()]
+        assert times == sorted(times)
+        assert all(plan.warmup_s <= at <= plan.chaos_s - plan.quiet_tail_s for at in times)
+
+
+def test_replay_keeps_a_toasted_value_the_placeholder_stands_for_and_empties_on_truncate() -> None:
+    events = [
+        event("c", 10, None, {"id": 1, "n": 1, "val": "a", "doc": "long"}),
+        event("u", 20, None, {"id": 1, "n": 2, "val": "b", "doc": UNAVAILABLE}),
+        event("c", 30, None, {"id": 2, "n": 3, "val": "c", "doc": "x"}),
+    ]
+    assert replay(INT, iter(events)).rows == {
+        "[1]": {"id": 1, "n": 2, "val": "b", "doc": "long"}, "[2]": {"id": 2, "n": 3, "val": "c", "doc": "x"}}
+    truncated = replay(INT, iter([*events, event("t", 40, None, None), event("c", 50, None, {"id": 3, "n": 4})]))
+    assert truncated.rows == {"[3]": {"id": 3, "n": 4}} and truncated.truncates == 1
+
+
+def test_replay_counts_a_read_older_than_a_streamed_change_and_duplicates() -> None:
+    events = [
+        event("c", 10, None, {"id": 1, "n": 5, "val": "a"}),
+        event("r", 11, None, {"id": 1, "n": 5, "val": "a"}),   # same version: fine
+        event("u", 20, None, {"id": 1, "n": 7, "val": "b"}),
+        event("r", 21, None, {"id": 1, "n": 5, "val": "a"}),   # older than n=7: stale
+        event("u", 20, None, {"id": 1, "n": 7, "val": "b"}),   # re-sent after a crash: a duplicate
+        event("d", 30, {"id": 1}, None),
+    ]
+    replayed = replay(INT, iter(events))
+    assert replayed.rows == {}
+    assert replayed.reads == 2 and replayed.duplicates == 1
+    assert replayed.stale_reads == [{"key": "[1]", "read_n": 5, "newer_streamed_n": 7}]
+
+
+def test_compare_counts_lost_extra_and_mismatched_rows_over_the_source_columns() -> None:
+    source = {"[1]": {"id": 1, "v": "a", "extra": None}, "[2]": {"id": 2, "v": "b", "extra": "x"}}
+    assert compare(source, {"[1]": {"id": 1, "v": "a"}, "[2]": {"id": 2, "v": "b", "extra": "x"}},
+                   ["id", "v", "extra"])["checksum_equal"]
+    found = compare(source, {"[1]": {"id": 1, "v": "z"}, "[3]": {"id": 3, "v": "c"}}, ["id", "v", "extra"])
+    assert (found["lost"], found["extra"], found["mismatched"], found["checksum_equal"]) == (1, 1, 1, False)
+
+
+def test_an_acknowledged_signal_without_an_answer_is_lost() -> None:
+    ledger = [{"id": "a", "type": "t", "channel": "file", "acknowledged": True},
+              {"id": "b", "type": "t", "channel": "kafka", "acknowledged": True},
+              {"id": "c", "type": "t", "channel": "source", "acknowledged": True},
+              {"id": "d", "type": "t", "channel": "http", "acknowledged": False}]
+    judged = judge_signals(ledger, accepted={"a"}, rejected={"b"})
+    assert (judged["acknowledged"], judged["applied"], judged["rejected"], judged["lost"]) == (3, 1, 1, 1)
+    assert judged["lost_ids"] == ["c"]
