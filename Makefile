@@ -8,13 +8,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help deps system-deps venv stack-up stack-down stack-status lint typecheck test compat compat-full test-unit demo bench clean
+.PHONY: help deps system-deps venv stack-up stack-down stack-status lint typecheck test compat compat-full test-unit demo bench chaos chaos-quick clean
 
 help:
 	@echo "make test    lint, type-check and run every test tier (starts PostgreSQL, Kafka and the schema registry)"
 	@echo "make compat-full   the Debezium compatibility suite with every type in every handling mode"
 	@echo "make demo    run the pipeline end to end and print a DEMO OK verdict"
 	@echo "make bench   run the benchmarks, write bench/results/latest.json"
+	@echo "make chaos   the pipeline under load and faults for ~15 min on a private stack, write bench/results/chaos-latest.json"
 	@echo "make stack-up / stack-down / stack-status   the local services"
 
 system-deps:
@@ -64,6 +65,14 @@ demo: venv
 
 bench: venv
 	$(BIN)/python -m bench.run
+
+# The chaos run (issue 17) on a private PostgreSQL and Kafka of its own (.cache/chaos-stack, own ports): it
+# restarts and kills them, so it never touches the shared stack. `make test` runs the two-minute version
+# (tests/chaos); `make chaos-quick` runs that version alone. Exit status 1 if the verdict fails.
+chaos: venv
+	$(BIN)/python -m bench.chaos $(CHAOS_ARGS)
+chaos-quick: venv
+	$(BIN)/python -m bench.chaos --quick $(CHAOS_ARGS)
 
 clean: venv
 	-$(BIN)/python -m devtools stack down

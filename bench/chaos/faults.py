@@ -71,6 +71,10 @@ class FaultInjector(threading.Thread):
         finally:
             self.api.close()
 
+    def _extra_number(self) -> int:
+        """A fault number no scheduled fault has (their numbers are 1..len(schedule))."""
+        return len(self.plan.schedule()) + 1 + sum(1 for f in self.faults if f.kind == "sidecar_kill_kafka_down")
+
     def records(self) -> list[dict[str, Any]]:
         return [asdict(f) for f in self.faults]
 
@@ -139,7 +143,8 @@ class FaultInjector(threading.Thread):
         time.sleep(half)
         kills = self.plan.faults.get("sidecar_kill_kafka_down", 0)
         for _ in range(kills):
-            inner = Fault(len(self.faults) + 1, "sidecar_kill_kafka_down", round(time.monotonic() - self.start_time, 1))
+            inner = Fault(self._extra_number(), "sidecar_kill_kafka_down",
+                          round(time.monotonic() - self.start_time, 1))
             self.faults.append(inner)
             self._kill(self.sidecar, inner, wait_alive_s=half / 2)
             inner.detail += " while the broker is down"

@@ -68,10 +68,13 @@ class LoadWriter(threading.Thread):
             raise RuntimeError("the chaos writer did not stop")
 
     def run(self) -> None:
+        started = time.monotonic()
         try:
             self._run()
         except BaseException as exc:
             self.error = exc
+        finally:
+            self.stats.elapsed_s = time.monotonic() - started
 
     def _connect(self) -> Any:
         while not self._halt.is_set():
@@ -113,7 +116,6 @@ class LoadWriter(threading.Thread):
             ahead = self.stats.transactions / tx_rate - (time.monotonic() - started)
             if ahead > 0:
                 self._halt.wait(ahead)
-        self.stats.elapsed_s = time.monotonic() - started
         if conn is not None:
             conn.close()
 
@@ -124,7 +126,7 @@ class LoadWriter(threading.Thread):
             cur.execute(f"ALTER TABLE {ALTERED} ADD COLUMN extra text")
             self._altered = True
         else:
-            cur.execute(f"INSERT INTO {LARGE} (a, b, n, val) SELECT g % 37, 'big' || g, nextval('{SEQUENCE}'), "
+            cur.execute(f"INSERT INTO {LARGE} (a, b, n, val) SELECT g %% 37, 'big' || g, nextval('{SEQUENCE}'), "
                         f"'large-tx' FROM generate_series(1, %s) g", (self.plan.large_tx_rows,))
 
     def _change(self, cur: Any) -> str:

@@ -184,10 +184,7 @@ class ChaosRun:
         send one snapshot over HTTP once it serves."""
         assert self.sidecar is not None
         self.pipeline.read_only = on
-        pid = self.sidecar.pid
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, 15)
+        self.sidecar.restart()
         say(f"sidecar restarted with read.only={str(on).lower()}")
         if not on:
             return {}

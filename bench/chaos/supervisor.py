@@ -95,6 +95,18 @@ class Supervised:
                 os.killpg(proc.pid, signal.SIGKILL)
             return True
 
+    def restart(self) -> bool:
+        """SIGTERM (an orderly stop, as for a configuration change); the supervisor starts it again. False if
+        the process was not running. The exit is recorded as caused by us."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                return False
+            self._killing = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            return True
+
     def stop(self, timeout_s: float = 60.0) -> int | None:
         """SIGTERM the process group (SIGKILL after ``timeout_s``), stop supervising; the exit code."""
         self._stop.set()
@@ -115,5 +127,5 @@ class Supervised:
         return proc.returncode
 
     def unexpected_exits(self) -> list[Exit]:
-        """Exits we did not cause with :meth:`kill9` (the process gave up on its own)."""
+        """Exits we did not cause with :meth:`kill9` or :meth:`restart` (the process gave up on its own)."""
         return [e for e in self.exits if not e.killed_by_us]

@@ -10,6 +10,7 @@ streamed for that key so far: the snapshot overwrote a newer row with an older o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,8 @@ UNAVAILABLE = "__debezium_unavailable_value"
 
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> Iterator[dict[str, Any]]:
-    """Every non-tombstone value's payload of ``topic``, partition by partition, up to the end offsets now."""
+    """Every non-tombstone value's payload of ``topic``, partition by partition, up to the end offsets now
+    (``TimeoutError`` if a partition yields nothing for ``timeout_s``)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-verdict", "enable.auto.commit": False,
                          "enable.partition.eof": True, "log_level": 0})
     try:
@@ -34,9 +36,12 @@ def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> Iterator
                 continue
             consumer.assign([TopicPartition(topic, partition, low)])
             position = low
+            deadline = time.monotonic() + timeout_s
             while position < high:
-                messages = consumer.consume(5000, timeout=timeout_s)
-                if not messages:
+                messages = consumer.consume(5000, timeout=0.5)
+                if messages:
+                    deadline = time.monotonic() + timeout_s
+                elif time.monotonic() > deadline:
                     raise TimeoutError(f"{topic}[{partition}]: nothing read at offset {position} of {high}")
                 for message in messages:
                     offset, body = message.offset(), message.value()
