@@ -113,11 +113,12 @@ class FaultInjector(threading.Thread):
                 return
             if not asked and self.sidecar.alive():
                 table = self.rng.choice(KEYED)
+                self.signals.change_chunk_size(64)  # many small chunks: windows open often enough to be caught
                 self.signals.send("resume-snapshot", {}, "http", label="window-resume")
                 asked = self.signals.send("execute-snapshot", {"data-collections": [pattern(table.name)],
                                                                "type": "incremental"}, "http",
                                           label="window").acknowledged
-            time.sleep(0.1)
+            time.sleep(0.02)
         fault.detail = "no snapshot chunk window opened within 90 s: not injected"
 
     # -- Kafka -------------------------------------------------------------------------------------------
