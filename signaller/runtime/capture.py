@@ -221,11 +221,10 @@ class CaptureLoop:
             self._committed_state = state
             reader.acknowledge(position)
             self.stats.committed_lsn = position
-            self._stalled_since = None
-        elif checkpoint.in_flight():
+        else:
             self._warn_if_stalled(checkpoint)
 
-    _stalled_since: float | None = None
+    _last_stall_warning = 0.0
     _committed_state: SnapshotState | None = None
     _snapshots: Any = None
     _source: Source[Any]
@@ -245,10 +244,12 @@ class CaptureLoop:
         self.control.publish(snapshots.status(base))
 
     def _warn_if_stalled(self, checkpoint: Checkpoint) -> None:
+        """Warn (at most every ``STALL_WARNING_S``) while a record produced over ``STALL_WARNING_S`` ago is still
+        unacknowledged: the offsets cannot move past it. Records merely in flight (a heartbeat just sent) are not
+        a stall."""
         now = time.monotonic()
-        if self._stalled_since is None:
-            self._stalled_since = now
-        elif now - self._stalled_since > STALL_WARNING_S:
-            log.warning("waiting for Kafka: %d record(s) unacknowledged for %.0fs; offsets stay at %s",
-                        checkpoint.in_flight(), now - self._stalled_since, format_lsn(self.stats.committed_lsn))
-            self._stalled_since = now
+        waiting_s = checkpoint.oldest_unacknowledged_s(now)
+        if waiting_s > STALL_WARNING_S and now - self._last_stall_warning > STALL_WARNING_S:
+            log.warning("waiting for Kafka: %d record(s) unacknowledged, the oldest for %.0fs; offsets stay at %s",
+                        checkpoint.in_flight(), waiting_s, format_lsn(self.stats.committed_lsn))
+            self._last_stall_warning = now

@@ -44,9 +44,11 @@ class AckGroup:
     """The records of one group awaiting delivery; its ``on_delivery`` is the sink's delivery
     callback for each of them (one bound method per group, not one per record)."""
 
-    __slots__ = ("_checkpoint", "closed", "end_lsn", "on_delivery", "pending", "state")
+    __slots__ = ("_checkpoint", "begun_at", "closed", "end_lsn", "on_delivery", "pending", "state")
 
     def __init__(self, checkpoint: Checkpoint) -> None:
+        self.begun_at = time.monotonic()
+        """When the group was begun (``time.monotonic()``): its records were produced after this."""
         self.pending = 0
         """Records produced and not yet acknowledged: the producer adds one per record it produced."""
         self.closed = False
@@ -121,6 +123,15 @@ class Checkpoint:
     def in_flight(self) -> int:
         """The records produced and not yet acknowledged by Kafka."""
         return sum(g.pending for g in self._groups)
+
+    def oldest_unacknowledged_s(self, now: float) -> float:
+        """How long the oldest group still waiting for a delivery report has been waiting (since it was
+        begun), 0.0 if no record is unacknowledged: a record in flight for long means Kafka is not
+        acknowledging; a busy stream always has some records in flight, each for a short time."""
+        for group in self._groups:
+            if group.pending:
+                return now - group.begun_at
+        return 0.0
 
     def idle(self) -> bool:
         """No open group and nothing waiting for delivery."""

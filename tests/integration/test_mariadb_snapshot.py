@@ -339,17 +339,10 @@ def test_filter_pause_resume_and_stop_over_post_signals(env: MariaEnv) -> None:
     api.close()
 
 
-MARIADB_ACK_STALL = (
-    "open bug (issue 16), intermittent: on MariaDB the sidecar sometimes keeps one record unacknowledged after a "
-    "snapshot ('waiting for Kafka: 1 record(s) unacknowledged'), its offsets stop advancing and the test times out; "
-    "seen in 2 of about 10 runs of these two tests, under load, not yet diagnosed"
-)
-"""Why the two tests below may fail: not strict, because the bug does not show in every run."""
-
-
-@pytest.mark.xfail(strict=False, reason=MARIADB_ACK_STALL)
 def test_kill_9_mid_snapshot_resumes_after_the_last_stored_chunk(env: MariaEnv) -> None:
-    tables = Tables(env, {"int": 6000})
+    # Enough chunks that a 200 ms offset flush sees the snapshot in the middle of the table even when it runs
+    # fast (6,000 rows took 0.5 s on an idle machine: the stored state could skip from the start to the end).
+    tables = Tables(env, {"int": 20000})
     signal = signal_table(env)
     car = env.sidecar(snapshot_config(env, [tables.names["int"]], signal, chunk_size=100))
     api = start(car)
@@ -374,17 +367,24 @@ def test_kill_9_mid_snapshot_resumes_after_the_last_stored_chunk(env: MariaEnv) 
     api = start(car)
     api.wait_idle(TIMEOUT_S * 2)
     expected = tables.rows("int")
-    reader.wait_for(lambda records: replay(records) == expected, TIMEOUT_S, "every row", describe=car.log_tail)
-    later = [r.key_payload["id"] for r in reads(reader.records[before_kill:])]
-    assert later and min(later) > resumed_after, (resumed_after, later[:5])
+    stored_ids = sorted(json.loads(key)["id"] for key in expected)
+    after_stored = [i for i in stored_ids if i > resumed_after]
+    assert after_stored, "the kill came after the last chunk was stored: nothing left to resume"
+
+    def later(records: list[Any]) -> list[int]:
+        return sorted(r.key_payload["id"] for r in reads(records[before_kill:]))
+
+    # Read until the resumed snapshot's READs arrived (every row was in the topic before the kill already, so a
+    # replay alone would not wait for them).
+    reader.wait_for(lambda records: len(later(records)) >= len(after_stored), TIMEOUT_S,
+                    "the resumed snapshot's READs", describe=car.log_tail)
+    assert replay(reader.records) == expected
     # After the restart, exactly the rows after the stored chunk, each once: nothing acknowledged is read again
     # (how many chunks went out between the last stored offset and the kill is timing, not a property).
-    stored_ids = sorted(json.loads(key)["id"] for key in expected)
-    assert sorted(later) == [i for i in stored_ids if i > resumed_after]
+    assert later(reader.records) == after_stored, (resumed_after, later(reader.records)[:5])
     api.close()
 
 
-@pytest.mark.xfail(strict=False, reason=MARIADB_ACK_STALL)
 def test_read_only_snapshots_without_a_signal_table(env: MariaEnv) -> None:
     """``read.only=true``: no signal table, nothing written; the consistent-snapshot GTID position closes each
     window; concurrent writes leave no READ older than a change streamed before it."""

@@ -104,3 +104,22 @@ def test_drain_serves_delivery_reports_until_nothing_is_in_flight() -> None:
     assert checkpoint.committable().position == 5
     checkpoint.drain(10, serve)  # nothing in flight: returns at once
     assert len(served) == 3
+
+
+def test_the_stall_age_is_the_oldest_unacknowledged_groups_not_any_record_in_flight() -> None:
+    """A record just sent (a heartbeat) is in flight but not stalled; the age is that of the oldest group still
+    waiting for a delivery report, and 0 once everything is acknowledged."""
+    checkpoint = Checkpoint()
+    old = checkpoint.begin()
+    old.pending += 1
+    checkpoint.close_group(10)
+    fresh = checkpoint.begin()
+    fresh.pending += 1
+    checkpoint.close_group(20)
+    now = old.begun_at + 30.0
+    assert checkpoint.oldest_unacknowledged_s(now) == 30.0
+    old.on_delivery(None, None)
+    assert checkpoint.oldest_unacknowledged_s(now) == now - fresh.begun_at
+    fresh.on_delivery(None, None)
+    assert checkpoint.oldest_unacknowledged_s(now) == 0.0
+    assert checkpoint.committable().position == 20

@@ -7,6 +7,8 @@ statement in the binlog: the next rows re-read the table's columns; the columns 
 at that moment, not of the binlog's point in time, until DDL parsing and a schema history exist). Key =
 ``message.key.columns`` for the table if set, else the primary key. Columns are captured per
 ``column.include.list``/``column.exclude.list`` on ``db.table.column``. Nothing survives a restart.
+:class:`TablePlans` is shared by the binlog reader thread (rows events) and the capture loop (READs of a
+snapshot): it is thread-safe, and builds plans on its own catalog connection under its lock.
 
 Row images as Debezium's MariaDB connector writes them: an empty ``SET`` is ``""`` (the binlog client gives
 None for it, telling it apart from NULL in its ``none_sources``); a value the client cannot represent (a zero
@@ -17,6 +19,7 @@ key and a create of the new one, both with the rows event's position and row ind
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,7 +164,9 @@ class TablePlan:
 
 
 class TablePlans:
-    """The plans of the captured tables, built on first use from the catalog (see the module docstring)."""
+    """The plans of the captured tables, built on first use from the catalog (see the module docstring).
+    Thread-safe: the binlog reader thread and the capture loop call it; its catalog connection is used under
+    its lock only (a PyMySQL connection used by two threads at once mixes their packets)."""
 
     def __init__(self, config: SignallerConfig, catalog: Catalog, modes: TypeModes) -> None:
         self._config = config
@@ -169,6 +174,7 @@ class TablePlans:
         self._modes = modes
         self._plans: dict[TableId, TablePlan | None] = {}
         self._narrowed: dict[tuple[TableId, tuple[str, ...]], TablePlan] = {}
+        self._lock = threading.Lock()
 
     def is_captured(self, table: TableId) -> bool:
         """Whether ``table``'s changes are captured: not a system database, the database lists, then the table
@@ -185,6 +191,10 @@ class TablePlans:
     def plan(self, table: TableId, columns: Sequence[str] | None = None) -> TablePlan | None:
         """The plan of ``table``, None if it is not captured (or no longer exists); with ``columns`` (a rows
         event's column names) narrowed to them (:meth:`TablePlan.narrowed`, kept per column list)."""
+        with self._lock:
+            return self._plan(table, columns)
+
+    def _plan(self, table: TableId, columns: Sequence[str] | None) -> TablePlan | None:
         if table in self._plans:
             plan = self._plans[table]
         else:
@@ -200,8 +210,9 @@ class TablePlans:
 
     def forget(self) -> None:
         """Drop every plan (after DDL): the next rows re-read their table's columns."""
-        self._plans.clear()
-        self._narrowed.clear()
+        with self._lock:
+            self._plans.clear()
+            self._narrowed.clear()
 
     def _build(self, table: TableId) -> TablePlan | None:
         columns = self._catalog.columns(table)
