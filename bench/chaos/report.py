@@ -1,9 +1,12 @@
 """The chaos run's figures and results files: ``bench/results/chaos-<UTC timestamp>.json`` and ``.md``, each
 also as ``chaos-latest.*`` (quick runs write ``chaos-quick-*``, so the test never replaces a full run's files).
 
-:func:`figures` turns what the run recorded into the figures of issue 17: faults per kind (planned, injected),
-recovery per kind (p50 and max, to Kafka and to Delta), rows compared, ``chaos.lost_rows`` / ``stale_rows`` /
-``mismatched_rows`` (must be 0), duplicates delivered (counted), time to converge, peak lag and WAL retained.
+The figures of issue 17: faults per kind (planned, injected), recovery per kind (p50 and max, to Kafka and to
+Delta), rows compared, ``chaos.lost_rows`` / ``stale_rows`` / ``mismatched_rows`` (must be 0), duplicates
+delivered (counted), time to converge, peak lag and WAL retained. Recovery to Delta is from the fault until a
+change made after it is in Delta, so it includes how far behind the apply job runs: the results give that lag
+beside it (the probe's pulses, :mod:`bench.chaos.probes`), how far behind Delta was at each fault, when Delta moved
+again after it, and the apply job's batch times (:mod:`bench.chaos.joblog`), so a slow consumer shows as such.
 """
 
 from __future__ import annotations
@@ -31,9 +34,21 @@ def recovery_by_kind(faults: list[dict[str, Any]]) -> dict[str, Any]:
         out[kind] = {
             "kafka_s": _p50_max([f["recovery_kafka_s"] for f in mine if f.get("recovery_kafka_s") is not None]),
             "delta_s": _p50_max([f["recovery_delta_s"] for f in mine if f.get("recovery_delta_s") is not None]),
+            "delta_behind_s": _p50_max([f["delta_behind_s"] for f in mine if f.get("delta_behind_s") is not None]),
+            "delta_moving_s": _p50_max([f["delta_moving_s"] for f in mine if f.get("delta_moving_s") is not None]),
             "not_recovered": sum(1 for f in mine if f.get("recovery_delta_s") is None),
         }
     return out
+
+
+def lag_figures(lag: dict[str, list[float]], pulses: int, interval_s: float, job: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline's lag from the probe's pulses (insert to Kafka, insert to Delta: p50 and max over the run,
+    faults included) and the apply job's batch figures (:func:`bench.chaos.joblog.batch_figures`), with the
+    overrun batches' p50 and max."""
+    overran = job.get("overran_s", [])
+    return {"pulses": pulses, "pulse_interval_s": interval_s, "kafka_s": _p50_max(lag["kafka_s"]),
+            "delta_s": _p50_max(lag["delta_s"]),
+            "apply_job": {**{k: v for k, v in job.items() if k != "overran_s"}, "overran": _p50_max(overran)}}
 
 
 def fault_counts(planned: dict[str, int], faults: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,6 +90,25 @@ def _mb(value: int | None) -> str:
     return "-" if value is None else f"{value / 1024 / 1024:,.1f} MiB"
 
 
+def _pair(figure: dict[str, Any] | None) -> str:
+    return "-" if not figure or figure.get("p50") is None else f"{figure['p50']} / {figure['max']}"
+
+
+def _lag_lines(lag: dict[str, Any] | None) -> list[str]:
+    """The lag rows of the figures table and the sentence naming the apply job's batch times."""
+    if not lag:
+        return []
+    job = lag["apply_job"]
+    lines = [f"| lag insert → Kafka p50 / max ({lag['pulses']} pulses, one per {lag['pulse_interval_s']:.0f} s) "
+             f"| {_pair(lag['kafka_s'])} s |",
+             f"| lag insert → Delta p50 / max | {_pair(lag['delta_s'])} s |"]
+    trigger = "?" if job.get("trigger_ms") is None else f"{job['trigger_ms'] / 1000:.0f} s"
+    lines += ["", f"Apply job: {job['batches']} micro-batches (trigger interval {trigger}), {job['events']:,} events "
+                  f"in {job['table_merges']} table MERGEs taking {job['merge_s']:,.0f} s in all; "
+                  f"{job['overran']['n']} batches overran the trigger, taking {_pair(job['overran'])} s (p50 / max)."]
+    return lines
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     chaos = doc["chaos"]
     lines = [
@@ -100,14 +134,20 @@ def render_markdown(doc: dict[str, Any]) -> str:
         f"| peak replication lag | {_mb(doc['slot']['peak_lag_bytes'])} |",
         f"| peak WAL retained | {_mb(doc['slot']['peak_retained_bytes'])} |",
         f"| WAL retained after the drain | {_mb(doc['slot']['end_retained_bytes'])} |",
-        "", "| fault | planned | injected | recovery to Kafka p50 / max (s) | to Delta p50 / max (s) |",
-        "|---|---|---|---|---|",
+    ]
+    lines += _lag_lines(doc.get("lag"))
+    lines += [
+        "", "Recovery, p50 / max in seconds from the fault (for a broker outage: from the broker's start): until a "
+        "change made after it is in Kafka, and in Delta; how far behind Delta was when the fault hit (the age of the "
+        "newest change it had), and until Delta applied anything new again (of whatever age).", "",
+        "| fault | planned | injected | recovery to Kafka | to Delta | Delta behind at the fault "
+        "| Delta moving again |",
+        "|---|---|---|---|---|---|---|",
     ]
     for kind, counts in doc["faults"]["counts"].items():
         rec = doc["recovery"].get(kind, {})
-        kafka, delta = rec.get("kafka_s", {}), rec.get("delta_s", {})
-        lines.append(f"| {kind} | {counts['planned']} | {counts['injected']} | {kafka.get('p50')} / {kafka.get('max')} "
-                     f"| {delta.get('p50')} / {delta.get('max')} |")
+        cells = [_pair(rec.get(name)) for name in ("kafka_s", "delta_s", "delta_behind_s", "delta_moving_s")]
+        lines.append(f"| {kind} | {counts['planned']} | {counts['injected']} | {' | '.join(cells)} |")
     signals = doc["signals"]
     lines += ["", f"Signals: {signals['sent']} sent, {signals['acknowledged']} acknowledged by their channel "
                   f"({signals['acknowledged_by_channel']}), {signals['applied']} applied, "

@@ -30,6 +30,7 @@ import psycopg2
 
 from bench.chaos import report
 from bench.chaos.faults import FaultInjector
+from bench.chaos.joblog import batch_figures
 from bench.chaos.pipeline import PUBLICATION, SLOT, Pipeline
 from bench.chaos.plan import PLANS, ChaosPlan
 from bench.chaos.private_stack import DEFAULT_HOME, PrivateStack
@@ -314,6 +315,8 @@ def assemble(chaos: ChaosRun, phase: dict[str, Any], drained: dict[str, Any], ta
     faults = injector.records()
     for fault in faults:
         fault["recovery_kafka_s"], fault["recovery_delta_s"] = chaos.probe.recovery(fault["number"])
+        if fault["injected"]:
+            fault.update(chaos.probe.at_fault(fault["recover_from"]))
     accepted, rejected = signal_answers(chaos.sidecar.log, notifications)
     judged = judge_signals(signals.ledger(), accepted, rejected)
     scans = scan_statuses(notifications)
@@ -354,6 +357,8 @@ def assemble(chaos: ChaosRun, phase: dict[str, Any], drained: dict[str, Any], ta
                  "reconnects": stats.reconnects, "events_at_s": stats.events},
         "faults": {"counts": counts, "records": faults},
         "recovery": recovery,
+        "lag": report.lag_figures(chaos.probe.lag(), len(chaos.probe.pulses), chaos.probe.pulse_interval_s,
+                                  batch_figures(chaos.job.log.read_text(errors="replace"))),
         "signals": judged,
         "signal_ledger": signals.ledger(),
         "snapshots": {"table_scans": scans, "chunk_size_changes": signals.chunk_sizes,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.chaos.joblog import batch_figures
 from bench.chaos.plan import FULL, QUICK
+from bench.chaos.probes import behind_at, latencies, moving_again_after
 from bench.chaos.tables import BY_NAME
 from bench.chaos.topics import UNAVAILABLE, replay
 from bench.chaos.verdict import compare, judge_signals
@@ -75,3 +77,30 @@ def test_an_acknowledged_signal_without_an_answer_is_lost() -> None:
     judged = judge_signals(ledger, accepted={"a"}, rejected={"b"})
     assert (judged["acknowledged"], judged["applied"], judged["rejected"], judged["lost"]) == (3, 1, 1, 1)
     assert judged["lost_ids"] == ["c"]
+
+
+def test_pulses_tell_how_far_behind_a_target_was_and_when_it_moved_again() -> None:
+    inserted = {1: 100.0, 2: 105.0, 3: 110.0, 4: 115.0}
+    delta = {1: 160.0, 2: 165.0, 3: 190.0}  # 60 s behind; nothing new between 165 and 190 (a restart)
+    assert latencies(inserted, delta) == [60.0, 60.0, 80.0]
+    assert behind_at(170.0, inserted, delta) == 65.0  # the newest row Delta had at 170 was inserted at 105
+    assert behind_at(150.0, inserted, delta) is None
+    assert moving_again_after(170.0, inserted, delta) == 20.0  # row 3 (inserted before the fault) at 190
+    assert moving_again_after(190.0, inserted, delta) is None
+    assert behind_at(200.0, {}, {7: 1.0}) is None  # a fault marker is no pulse
+
+
+def test_apply_job_log_gives_batches_events_merge_time_and_overruns() -> None:
+    log = "\n".join([
+        "--- apply-job start 1 at 00:19:41 ---",
+        "apply_changes: batch 0 public.chaos_comp: 353 event(s), 0 dead-lettered, 84 delete(s) in 13.3s",
+        "apply_changes: batch 0 public.chaos_int: 330 event(s), 0 dead-lettered, 83 delete(s) in 6.7s",
+        "26/11/24 00:20:27 WARN ProcessingTimeExecutor: Current batch is falling behind. The trigger interval is "
+        "2000 milliseconds, but spent 36989 milliseconds",
+        "--- apply-job start 2 at 00:20:49 ---",
+        "apply_changes: batch 0 public.chaos_comp: 10 event(s), 0 dead-lettered, 0 delete(s) in 1.0s",
+        "apply_changes: batch 1 public.chaos_comp: 5 event(s), 0 dead-lettered, 0 delete(s) in 2.0s",
+    ])
+    figures = batch_figures(log)
+    assert figures == {"batches": 3, "table_merges": 4, "events": 698, "merge_s": 23.0, "overran_s": [36.989],
+                       "trigger_ms": 2000}
