@@ -3,8 +3,8 @@
 Each fault is recorded with the moment it hit (``at``) and the moment recovery is measured from
 (``recover_from``: the same for a kill or a restart; the broker's start for ``kafka_outage``), and after each
 one :class:`bench.chaos.probes.RecoveryProbe` writes a marker row whose arrival in Kafka and in Delta gives the
-recovery time. A fault whose precondition never came (no snapshot window opened in time) is recorded as not
-injected, so the results show it instead of hiding it.
+recovery time. Faults follow the schedule but never overlap (:data:`MIN_GAP_S`). A fault whose precondition never
+came (no snapshot window opened in time) is recorded as not injected, so the results show it instead of hiding it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ from bench.chaos.private_stack import PrivateStack
 from bench.chaos.probes import RecoveryProbe
 from bench.chaos.signals import KEYED, SignalDriver, pattern
 from bench.chaos.supervisor import Supervised
+
+MIN_GAP_S = 5.0
+"""A fault never starts sooner than this after the previous one was done (a long one, such as the broker outage,
+pushes the next ones back instead of letting two hit at once, which would blur their recovery times)."""
 
 
 @dataclass
@@ -57,8 +61,9 @@ class FaultInjector(threading.Thread):
 
     def run(self) -> None:
         try:
+            previous_done = 0.0
             for number, (offset, kind) in enumerate(self.plan.schedule(), start=1):
-                delay = self.start_time + offset - time.monotonic()
+                delay = max(self.start_time + offset, previous_done + MIN_GAP_S) - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
                 fault = Fault(number, kind, round(offset, 1))
@@ -66,6 +71,7 @@ class FaultInjector(threading.Thread):
                 getattr(self, f"_{kind}")(fault)
                 if fault.injected:
                     self.probe.mark(fault.number, fault.recover_from)
+                previous_done = time.monotonic()
         except BaseException as exc:
             self.error = exc
         finally:
