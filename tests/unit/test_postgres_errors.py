@@ -19,6 +19,15 @@ def test_a_server_crash_under_the_replication_stream_is_transient() -> None:
                       TransientSourceError)
 
 
+def test_a_server_shutdown_ending_the_replication_stream_is_transient() -> None:
+    # Found by the full chaos run (issue 17): `pg_ctl restart -m fast` ends the COPY stream before closing the
+    # connection, and the next read raises "no COPY in progress" without SQLSTATE; the sidecar stopped (exit 1)
+    # instead of reconnecting.
+    ended = psycopg2.DatabaseError("no COPY in progress\n")
+    assert isinstance(translate(ended, "reading the replication stream"), TransientSourceError)
+    assert isinstance(translate(psycopg2.ProgrammingError("no COPY in progress"), "x"), TransientSourceError)
+
+
 def test_other_errors_without_a_lost_connection_stay_terminal() -> None:
     assert isinstance(translate(psycopg2.DatabaseError("invalid input syntax for type pg_lsn"), "x"),
                       TerminalSourceError)

@@ -35,11 +35,13 @@ TABLES_PARAMS = ("pg\\_toast%",)
 
 
 LOST_CONNECTION_TEXTS = ("no message from the libpq", "server closed the connection", "connection already closed",
-                         "terminating connection", "SSL SYSCALL error", "could not receive data from server")
+                         "terminating connection", "SSL SYSCALL error", "could not receive data from server",
+                         "no COPY in progress")
 """What libpq says when the server went away under a connection. psycopg2 raises some of these as a plain
 ``DatabaseError`` without SQLSTATE, not as ``OperationalError``: a server crash or ``pg_ctl restart -m
 immediate`` in the middle of the replication stream gives "error with status PGRES_COPY_BOTH and no message
-from the libpq"."""
+from the libpq"; a shutdown (``pg_ctl restart -m fast``) ends the stream first (the walsender sends CopyDone),
+and the next read gives "no COPY in progress"."""
 
 
 def translate(exc: psycopg2.Error, doing: str) -> Exception:
