@@ -83,7 +83,7 @@ QUICK = ChaosPlan(
     key_space=4_000, large_tx_rows=20_000, toast_chars=4096, kafka_outage_s=15.0, signal_interval_s=6.0,
     drain_timeout_s=300.0,
     faults={"sidecar_kill": 1, "sidecar_kill_in_window": 1, "sidecar_kill_kafka_down": 1, "spark_kill": 1,
-            "kafka_kill": 1, "pg_restart_immediate": 1, "kafka_outage": 1},
+            "kafka_kill": 1, "pg_restart_fast": 1, "pg_restart_immediate": 1, "kafka_outage": 1},
 )
 
 PLANS = {"full": FULL, "quick": QUICK}

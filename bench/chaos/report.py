@@ -37,6 +37,7 @@ def recovery_by_kind(faults: list[dict[str, Any]]) -> dict[str, Any]:
             "delta_behind_s": _p50_max([f["delta_behind_s"] for f in mine if f.get("delta_behind_s") is not None]),
             "delta_moving_s": _p50_max([f["delta_moving_s"] for f in mine if f.get("delta_moving_s") is not None]),
             "not_recovered": sum(1 for f in mine if f.get("recovery_delta_s") is None),
+            "not_seen_in_kafka": sum(1 for f in mine if f.get("recovery_kafka_s") is None),
         }
     return out
 

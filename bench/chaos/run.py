@@ -342,6 +342,12 @@ def assemble(chaos: ChaosRun, phase: dict[str, Any], drained: dict[str, Any], ta
     for kind, rec in recovery.items():
         if rec["not_recovered"]:
             failures.append(f"fault {kind}: {rec['not_recovered']} marker(s) never reached Delta")
+        if rec["not_seen_in_kafka"]:
+            failures.append(f"fault {kind}: {rec['not_seen_in_kafka']} marker(s) never seen in Kafka (the probe "
+                            f"consumer's errors: {chaos.probe.kafka_errors[-3:]})")
+    for exit_ in chaos.sidecar.unexpected_exits():
+        failures.append(f"the sidecar exited by itself (code {exit_.code}) at "
+                        f"{time.strftime('%H:%M:%S', time.localtime(exit_.at))} instead of retrying: see its log")
     if converged_at is None:
         failures.append("the Delta tables never equalled the source after the drain")
     if retained_end is None or retained_end > max(32 * 1024 * 1024, chaos.monitor.peak_retained // 4):
@@ -357,6 +363,7 @@ def assemble(chaos: ChaosRun, phase: dict[str, Any], drained: dict[str, Any], ta
                  "reconnects": stats.reconnects, "events_at_s": stats.events},
         "faults": {"counts": counts, "records": faults},
         "recovery": recovery,
+        "probe_kafka_errors": list(chaos.probe.kafka_errors),
         "lag": report.lag_figures(chaos.probe.lag(), len(chaos.probe.pulses), chaos.probe.pulse_interval_s,
                                   batch_figures(chaos.job.log.read_text(errors="replace"))),
         "signals": judged,

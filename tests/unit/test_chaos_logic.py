@@ -8,6 +8,7 @@ from typing import Any
 from bench.chaos.joblog import batch_figures
 from bench.chaos.plan import FULL, QUICK
 from bench.chaos.probes import behind_at, latencies, moving_again_after
+from bench.chaos.report import recovery_by_kind
 from bench.chaos.tables import BY_NAME
 from bench.chaos.topics import UNAVAILABLE, replay
 from bench.chaos.verdict import compare, judge_signals
@@ -104,3 +105,16 @@ def test_apply_job_log_gives_batches_events_merge_time_and_overruns() -> None:
     figures = batch_figures(log)
     assert figures == {"batches": 3, "table_merges": 4, "events": 698, "merge_s": 23.0, "overran_s": [36.989],
                        "trigger_ms": 2000}
+
+
+def test_recovery_by_kind_counts_markers_never_seen_in_kafka_or_delta() -> None:
+    faults = [
+        {"kind": "sidecar_kill", "injected": True, "recovery_kafka_s": 3.0, "recovery_delta_s": 90.0},
+        {"kind": "sidecar_kill", "injected": True, "recovery_kafka_s": None, "recovery_delta_s": 95.0},
+        {"kind": "kafka_kill", "injected": True, "recovery_kafka_s": 20.0, "recovery_delta_s": None},
+        {"kind": "kafka_kill", "injected": False, "recovery_kafka_s": None, "recovery_delta_s": None},
+    ]
+    found = recovery_by_kind(faults)
+    assert (found["sidecar_kill"]["not_seen_in_kafka"], found["sidecar_kill"]["not_recovered"]) == (1, 0)
+    assert (found["kafka_kill"]["not_seen_in_kafka"], found["kafka_kill"]["not_recovered"]) == (0, 1)
+    assert found["sidecar_kill"]["delta_s"] == {"p50": 92.5, "max": 95.0, "n": 2}
