@@ -132,7 +132,7 @@ NOT_COMPARED_WHEN_STREAMING_ONLY: dict[str, str] = {
     "schema-changes": "the schema change topic (<topic.prefix>, include.schema.changes): the sidecar does not "
                       "write it yet (README, MariaDB compatibility: what is missing)",
     "schema-history": "the schema history topic (schema.history.internal.kafka.topic): the sidecar keeps no "
-                      "schema history (it reads information_schema) and does not write it",
+                      "schema history (it follows the DDL in memory) and does not write it",
     "notifications": "start-up notifications only (no signal is sent): Debezium's MariaDB connector snapshots the "
                      "schema under snapshot.mode=no_data and says Initial Snapshot STARTED/COMPLETED, the sidecar "
                      "keeps no schema history and says SKIPPED (runtime/snapshots.py); the full test compares them",

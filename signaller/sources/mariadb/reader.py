@@ -18,6 +18,12 @@ them at ``file``/``pos``; without offsets at the server's current position (stre
 an acknowledged transaction. A purged binlog (the file is gone, or the server cannot find the GTID state)
 is a ``TerminalSourceError`` naming the position and saying to take a new snapshot.
 
+DDL: each DDL ``QueryEvent`` (a standalone GTID group, or inside one) is applied to the shared
+:class:`~signaller.sources.mariadb.changes.TablePlans`' schema model in binlog order
+(:meth:`~signaller.sources.mariadb.changes.TablePlans.apply_ddl`), before the rows after it are decoded; DDL
+it cannot follow on a captured table ends the stream with a ``TerminalSourceError`` naming the statement and
+its position (the offsets stay before it).
+
 Not thread-safe beyond that split: ``poll``/``acknowledge``/``close`` are the capture loop's.
 """
 
@@ -231,6 +237,8 @@ class MariaDbLogReader(LogReader[Any]):
         tx: BinlogTx | None = None
         changes: list[BinlogChange] = []
         query: str | None = None
+        standalone = False
+        current_gtid: str | None = None
         plans = self._plans
         for event in stream:
             if self._stopping.is_set():
@@ -245,16 +253,16 @@ class MariaDbLogReader(LogReader[Any]):
             if isinstance(event, MariadbGtidEvent):
                 gtid = (event.domain_id, event.server_id, event.gtid_seq_no)
                 gtids = gtids.with_gtid(*gtid)
+                current_gtid = event.gtid
                 tx = BinlogTx(gtid_number(*gtid), event.gtid, file, event.timestamp * 1_000_000, last_end,
                               event.server_id, position(file, end - packet.event_size))
                 changes, query = [], None
                 if not self._gtid_source_captured(f"{event.domain_id}-{event.server_id}"):
                     tx = None  # gtid.source.includes/excludes: its DML is skipped, its GTID still counts
                     self._passed_later = True
-                if event.flags & 0x01:  # FL_STANDALONE: a DDL statement, no COMMIT follows
+                standalone = bool(event.flags & 0x01)  # FL_STANDALONE: a DDL statement, no COMMIT follows
+                if standalone:
                     tx = None
-                    plans.forget()  # TODO(issue 16, schema history): parse the DDL; re-read the columns for now
-                    self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
                 continue
             if isinstance(event, MariadbAnnotateRowsEvent):
                 query = event.sql_statement.decode("utf-8", "replace")
@@ -271,7 +279,11 @@ class MariaDbLogReader(LogReader[Any]):
                                                       and event.query.strip().upper() == "COMMIT")
             if isinstance(event, QueryEvent) and not ends_tx:
                 if event.query.strip().upper() != "BEGIN":
-                    plans.forget()  # DDL inside a GTID group: re-read the columns (see above)
+                    where = f"binlog {file} position {end - packet.event_size} (GTID {current_gtid or 'none'})"
+                    plans.apply_ddl(event.query, event.schema.decode("utf-8", "replace"), where)
+                    if standalone:
+                        standalone = False
+                        self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
                 continue
             if ends_tx and tx is None and self._passed_later:
                 self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))

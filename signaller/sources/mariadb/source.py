@@ -105,7 +105,7 @@ class MariaDbSource(Source[BinlogChange]):
     def _conversion(self, info: MariaDbTableInfo) -> ValueConversion:
         """The stream's conversion of ``info``'s columns: its plan's converters, one per captured column;
         ``TerminalSourceError`` when the catalog's captured columns are not the plan's (the table was altered
-        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``). A value
+        and the stream has not reached that DDL yet; the snapshot of the table ends with ``SQL_EXCEPTION``). A value
         the chunk's text leaves None in a ``NOT NULL`` column (a zero date) gets the plan's fallback, as the
         stream's rows do (:meth:`~signaller.sources.mariadb.changes.TablePlan.row`)."""
         plan = self._plan(info.table_id)
@@ -135,14 +135,19 @@ class MariaDbSource(Source[BinlogChange]):
         return self._release
 
     def prepare(self) -> list[TableId]:
-        """Check the binlog settings (``TerminalSourceError`` naming each missing one) and read the server's
-        ``@@server_id`` (the ``server_id`` of READs); the captured tables, sorted.
+        """Check the binlog settings (``TerminalSourceError`` naming each missing one), read the server's
+        ``@@server_id`` (the ``server_id`` of READs) and the schema of the captured tables (``SHOW CREATE
+        TABLE``, parsed into the stream's schema model, which then follows the binlog's DDL); the captured
+        tables, sorted. The schema is read just before the stream's start position: a DDL statement in between
+        is caught by the stream's column check (a terminal error, never rows decoded with wrong columns).
         Every ``snapshot.mode`` is accepted: ``initial``/``when_needed`` queue an incremental snapshot of the
         captured tables at the first start (the capture loop's), the stream starting at the server's current
         position in every mode."""
         self.catalog.check_binlog()
         self._block.server_id = self.catalog.server_id()
-        return [table for table in self.catalog.tables() if self._plans.is_captured(table)]
+        tables = [table for table in self.catalog.tables() if self._plans.is_captured(table)]
+        self._plans.load_snapshot(tables)
+        return tables
 
     def offset_keys(self, position: int, /) -> dict[str, Any] | None:
         """Debezium's MySQL/MariaDB offset keys of ``position`` (``file``, ``pos``, ``gtids``, ``ts_sec``,
