@@ -8,7 +8,9 @@ schema snapshot or history, then every DDL statement of the binlog, :meth:`Table
 rebuilt after a DDL statement changes the table; every rows event's column names (``binlog_row_metadata=FULL``)
 are checked against the model's. Key = ``message.key.columns`` for the table if set, else the primary key.
 Columns are captured per ``column.include.list``/``column.exclude.list`` on ``db.table.column``. The model
-is rebuilt at each start (schema snapshot or history).
+is rebuilt at each start (schema snapshot or history). :class:`TablePlans` is shared by the binlog reader
+thread (DDL, rows events) and the capture loop (READs of a snapshot): it is thread-safe, the model, the plans
+and its catalog connection used under its lock only.
 
 Row images as Debezium's MariaDB connector writes them: an empty ``SET`` is ``""`` (the binlog client gives
 None for it, telling it apart from NULL in its ``none_sources``); a value the client cannot represent (a zero
@@ -19,6 +21,7 @@ key and a create of the new one, both with the rows event's position and row ind
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,7 +154,9 @@ class TablePlan:
 
 
 class TablePlans:
-    """The plans of the captured tables, built on first use from the schema model (see the module docstring)."""
+    """The plans of the captured tables, built on first use from the schema model (see the module docstring).
+    Thread-safe: the binlog reader thread and the capture loop call it; its model, plans and catalog connection
+    are used under its lock only (a PyMySQL connection used by two threads at once mixes their packets)."""
 
     def __init__(self, config: SignallerConfig, catalog: Catalog, modes: TypeModes) -> None:
         self._config = config
@@ -160,6 +165,7 @@ class TablePlans:
         self.model = SchemaModel()
         self._plans: dict[TableId, TablePlan | None] = {}
         self._checked: set[tuple[TableId, tuple[str, ...]]] = set()
+        self._lock = threading.Lock()
 
     def is_captured(self, table: TableId) -> bool:
         """Whether ``table``'s changes are captured: not a system database, the database lists, then the table
@@ -178,6 +184,10 @@ class TablePlans:
         (a rows event's column names, the table as the binlog wrote the row) a ``TerminalSourceError`` when
         they are not the schema's columns: the schema lost track of the table (DDL it missed), and decoding
         the row with the wrong columns would emit wrong values."""
+        with self._lock:
+            return self._plan(table, columns)
+
+    def _plan(self, table: TableId, columns: Sequence[str] | None) -> TablePlan | None:
         if table in self._plans:
             plan = self._plans[table]
         else:
@@ -201,6 +211,10 @@ class TablePlans:
         """The schema snapshot: the ``SHOW CREATE TABLE`` text of each of ``tables`` that exists, parsed into the
         model (which is reset first; the database and server character sets are read too); the texts, in
         ``tables`` order. ``TerminalSourceError`` if one cannot be parsed."""
+        with self._lock:
+            return self._load_snapshot(tables)
+
+    def _load_snapshot(self, tables: Sequence[TableId]) -> list[tuple[TableId, str]]:
         self.model = SchemaModel(self._catalog.variables("character_set_server").get("character_set_server")
                                  or "utf8mb4")
         self.model.database_charsets.update(self._catalog.database_charsets())
@@ -225,6 +239,10 @@ class TablePlans:
         at their next rows. DDL the model cannot follow is a ``TerminalSourceError`` naming the statement and
         position when it is about a captured table, and ignored otherwise (as Debezium ignores DDL of tables
         it does not capture)."""
+        with self._lock:
+            return self._apply_ddl(sql, default_db, where)
+
+    def _apply_ddl(self, sql: str, default_db: str, where: str) -> list[TableChange]:
         statement = parse_ddl(sql)
         names = table_names(statement)
         ids = [TableId(n.database or default_db, n.name) for n in names]
@@ -251,6 +269,11 @@ class TablePlans:
     def _forget_all(self) -> None:
         self._plans.clear()
         self._checked.clear()
+
+    def forget(self) -> None:
+        """Drop every plan: the next rows rebuild their table's plan from the model."""
+        with self._lock:
+            self._forget_all()
 
     def _build(self, table: TableId) -> TablePlan | None:
         definition = self.model.table(table)
