@@ -66,9 +66,6 @@ def test_rows_before_and_after_add_and_drop_column_decode_with_their_own_columns
     assert c_field == {"type": "string", "optional": False, "default": "0", "field": "c"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (issue 16): no schema history yet; a restart rebuilds the schema from the catalog (the columns after the "
-    "DDL), so the row logged before it no longer matches and the stream stops with the column-check error"))
 def test_a_restart_after_ddl_decodes_the_rows_logged_before_it_with_the_old_columns(env: MariaEnv) -> None:
     env.create_table("id INT PRIMARY KEY, v INT")
     car = env.start_streaming(env.sidecar())

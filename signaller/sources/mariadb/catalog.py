@@ -155,6 +155,12 @@ class Catalog:
                            what="reading the databases' character sets")
         return {str(name): str(charset) for name, charset in rows}
 
+    def database_collations(self) -> dict[str, tuple[str, str]]:
+        """Each database's default character set and collation."""
+        rows = self._query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                           "information_schema.SCHEMATA", what="reading the databases' collations")
+        return {str(name): (str(charset), str(collation)) for name, charset, collation in rows}
+
     def close(self) -> None:
         """Close the connection if open; never raises (the next call reconnects)."""
         conn, self._conn = self._conn, None

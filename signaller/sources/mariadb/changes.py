@@ -21,6 +21,7 @@ key and a create of the new one, both with the rows event's position and row ind
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -233,6 +234,35 @@ class TablePlans:
         self._forget_all()
         return texts
 
+    def load_history(self, statements: Sequence[tuple[str, str]], origin: str) -> None:
+        """The schema recovered from a schema history: ``statements`` (DDL text, its database) applied in order to a
+        new model (the ``SET character_set_server`` statement gives the server's character set; the databases'
+        are read from the catalog). ``TerminalSourceError`` naming ``origin`` and the statement when one cannot be
+        applied."""
+        with self._lock:
+            server = "utf8mb4"
+            for sql, _database in statements:
+                found = _SERVER_CHARSET.match(sql)
+                if found:
+                    server = found.group(1).lower()
+            model = SchemaModel(server)
+            model.database_charsets.update(self._catalog.database_charsets())
+            for sql, database in statements:
+                statement = parse_ddl(sql)
+                reason = statement.reason if isinstance(statement, UnreadableStatement) else None
+                if reason is None:
+                    try:
+                        model.apply(statement, database)
+                    except ModelError as exc:
+                        reason = str(exc)
+                if reason is not None:
+                    msg = (f"{origin}: cannot apply the recorded statement {sql[:300]!r} (database {database!r}): "
+                           f"{reason}. Delete the stored offsets and the history topic to start from a new schema "
+                           "snapshot")
+                    raise TerminalSourceError(msg)
+            self.model = model
+            self._forget_all()
+
     def apply_ddl(self, sql: str, default_db: str, where: str) -> list[TableChange]:
         """Apply one DDL statement of the binlog (run with default database ``default_db``; ``where`` names its
         binlog position for errors) to the model; the tables it changed. Plans of changed tables are rebuilt
@@ -290,6 +320,9 @@ class TablePlans:
                          tuple((c.name, codecs[c.name].convert) for c in captured),
                          {name: value for name, value in fallbacks.items() if value is not None},
                          frozenset(c.name for c in captured if c.data_type.lower() == "set"))
+
+
+_SERVER_CHARSET = re.compile(r"\s*SET\s+character_set_server\s*=\s*(\w+)", re.IGNORECASE)
 
 
 def _unfollowable(sql: str, where: str, tables: Sequence[TableId], reason: str) -> TerminalSourceError:

@@ -22,7 +22,12 @@ DDL: each DDL ``QueryEvent`` (a standalone GTID group, or inside one) is applied
 :class:`~signaller.sources.mariadb.changes.TablePlans`' schema model in binlog order
 (:meth:`~signaller.sources.mariadb.changes.TablePlans.apply_ddl`), before the rows after it are decoded; DDL
 it cannot follow on a captured table ends the stream with a ``TerminalSourceError`` naming the statement and
-its position (the offsets stay before it).
+its position (the offsets stay before it). A statement that changed captured tables goes to the
+:class:`~signaller.sources.mariadb.schema_recorder.SchemaRecorder` (its schema history records are durable
+before the reader goes on) and its schema change records become a
+:class:`~signaller.sources.base.SchemaChangeRecords` item, whose position is the point after the statement.
+:meth:`open` sets the schema the stream starts with (the recorder's start-up schema snapshot, whose records are
+the first items, or the history up to the stored offsets).
 
 Not thread-safe beyond that split: ``poll``/``acknowledge``/``close`` are the capture loop's.
 """
@@ -59,6 +64,7 @@ from signaller.sources.mariadb import time2
 from signaller.sources.mariadb.catalog import Catalog, connection_settings, source_error
 from signaller.sources.mariadb.changes import BinlogChange, BinlogTx, TablePlans
 from signaller.sources.mariadb.positions import GtidSet, Resume, gtid_number, position
+from signaller.sources.mariadb.schema_recorder import SchemaRecorder, StreamedDdl
 
 log = logging.getLogger("signaller.source")
 
@@ -104,10 +110,12 @@ class _Stream(BinLogStreamReader):  # type: ignore[misc]
 class MariaDbLogReader(LogReader[Any]):
     """The binlog stream of one capture session (see the module docstring)."""
 
-    def __init__(self, config: SignallerConfig, catalog: Catalog, plans: TablePlans) -> None:
+    def __init__(self, config: SignallerConfig, catalog: Catalog, plans: TablePlans,
+                 recorder: SchemaRecorder) -> None:
         self._config = config
         self._catalog = catalog
         self._plans = plans
+        self._recorder = recorder
         self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
         self._thread: threading.Thread | None = None
         self._stream: _Stream | None = None
@@ -136,6 +144,7 @@ class MariaDbLogReader(LogReader[Any]):
             raise TerminalSourceError(msg)
         self._resumes[start.position] = self._start = start
         self._basename = start.file.rpartition(".")[0]
+        self._pending = [*self._pending, *self._recorder.start(start, resumed=bool(offset_keys))]
         self._stream_end = start.position
         settings = {**connection_settings(self._config), "read_timeout": HEARTBEAT_S * 6}
         binlog = self._config.binlog
@@ -239,6 +248,7 @@ class MariaDbLogReader(LogReader[Any]):
         query: str | None = None
         standalone = False
         current_gtid: str | None = None
+        gtid_begin, gtids_before = start.pos, str(start.gtids)
         plans = self._plans
         for event in stream:
             if self._stopping.is_set():
@@ -252,6 +262,7 @@ class MariaDbLogReader(LogReader[Any]):
                 continue
             if isinstance(event, MariadbGtidEvent):
                 gtid = (event.domain_id, event.server_id, event.gtid_seq_no)
+                gtid_begin, gtids_before = end - packet.event_size, str(gtids)
                 gtids = gtids.with_gtid(*gtid)
                 current_gtid = event.gtid
                 tx = BinlogTx(gtid_number(*gtid), event.gtid, file, event.timestamp * 1_000_000, last_end,
@@ -279,8 +290,18 @@ class MariaDbLogReader(LogReader[Any]):
                                                       and event.query.strip().upper() == "COMMIT")
             if isinstance(event, QueryEvent) and not ends_tx:
                 if event.query.strip().upper() != "BEGIN":
-                    where = f"binlog {file} position {end - packet.event_size} (GTID {current_gtid or 'none'})"
-                    plans.apply_ddl(event.query, event.schema.decode("utf-8", "replace"), where)
+                    at = end - packet.event_size
+                    where = f"binlog {file} position {at} (GTID {current_gtid or 'none'})"
+                    database = event.schema.decode("utf-8", "replace")
+                    changed = plans.apply_ddl(event.query, database, where)
+                    if changed:
+                        after = Resume(file, end, gtids, event.timestamp, packet.server_id)
+                        if standalone:
+                            self._resumes[after.position] = after
+                        ddl = StreamedDdl(file, at, current_gtid, packet.server_id, event.timestamp, gtid_begin,
+                                          gtids_before)
+                        self._put([self._recorder.streamed(event.query, database, changed, ddl, after if standalone
+                                                           else self._resumes.get(last_end or 0, start))])
                     if standalone:
                         standalone = False
                         self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
