@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from devtools import StackSettings
-from tests.integration.capture_helpers import wait_until
+from tests.integration.capture_helpers import TopicReader, wait_until
 from tests.integration.mariadb_helpers import MariaEnv
 
 pytestmark = pytest.mark.integration
@@ -97,3 +97,58 @@ def test_ddl_it_cannot_follow_on_a_captured_table_is_a_terminal_error_naming_it(
     assert "cannot follow the DDL statement" in log and "ADD SYSTEM VERSIONING" in log
     # (the log masks the stack's password, "mariadb", wherever it appears: the binlog name's tail is checked)
     assert "-bin.0" in log and " position " in log and "(GTID 0-1-" in log and "table.include.list" in log
+
+
+def test_the_schema_change_topic_and_history_record_the_snapshot_and_an_alter(env: MariaEnv) -> None:
+    env.create_table("id INT PRIMARY KEY, v INT")
+    car = env.start_streaming(env.sidecar())
+    changes = TopicReader(env.stack.bootstrap_servers, env.prefix)  # the schema change topic is <topic.prefix>
+    history = TopicReader(env.stack.bootstrap_servers, f"{env.prefix}.schema-history")
+    env.readers += [changes, history]
+    statement = f"ALTER TABLE `{env.table}` ADD COLUMN note VARCHAR(20) DEFAULT 'n/a'"
+    env.sql(statement)
+    records = changes.wait_for(lambda rs: any(r.value["payload"]["ddl"] == statement for r in rs), TIMEOUT_S,
+                               "the ALTER's schema change record", car.log_tail)
+    payloads = [r.value["payload"] for r in records]
+    assert [p["ddl"].split(" (")[0] for p in payloads[:6]] == [
+        payloads[0]["ddl"], f"DROP TABLE IF EXISTS `{env.db}`.`{env.table}`", f"DROP DATABASE IF EXISTS `{env.db}`",
+        payloads[3]["ddl"], f"USE `{env.db}`", f"CREATE TABLE `{env.table}`"]
+    assert payloads[0]["ddl"].startswith("SET character_set_server=") and payloads[3]["ddl"].startswith(
+        f"CREATE DATABASE `{env.db}` CHARSET ")
+    assert [p["source"]["snapshot"] for p in payloads[:6]] == ["true"] * 5 + ["last"]
+    assert [r.key["payload"] for r in records[:2]] == [{"databaseName": ""}, {"databaseName": env.db}]
+    alter = payloads[6]
+    assert alter["source"]["snapshot"] == "false" and alter["source"]["row"] == 1
+    assert alter["source"]["gtid"].startswith("0-1-") and alter["source"]["ts_ms"] % 1000 == 0
+    (change,) = alter["tableChanges"]
+    assert change["type"] == "ALTER" and change["id"] == f'"{env.db}"."{env.table}"'
+    assert [(c["name"], c["typeName"], c["defaultValueExpression"]) for c in change["table"]["columns"]] == [
+        ("id", "INT", None), ("v", "INT", None), ("note", "VARCHAR", "n/a")]
+    # The history: the snapshot (its database statements too: store.only.captured.tables.ddl is false here) and
+    # the ALTER, positioned at the statement's GTID event; plain documents without a key.
+    kept = history.wait_for_count(7, TIMEOUT_S, car.log_tail)
+    assert all(r.key is None for r in kept)
+    documents = [r.value for r in kept]
+    assert [d["ddl"] for d in documents] == [p["ddl"] for p in payloads[:7]]
+    assert documents[0]["position"]["snapshot"] == "INITIAL"
+    position = documents[6]["position"]
+    assert position["transaction_id"] == alter["source"]["gtid"] and position["event"] == 1
+    assert position["pos"] < alter["source"]["pos"] and position["file"] == alter["source"]["file"]
+
+
+def test_a_restart_with_offsets_and_no_history_is_a_terminal_error_naming_the_topic(env: MariaEnv) -> None:
+    env.create_table("id INT PRIMARY KEY, v INT")
+    config = env.connector_config()
+    car = env.start_streaming(env.sidecar(config))
+    wait_until(lambda: (env.offsets_file.exists() and env.stored_offsets().get("pos")) or None, TIMEOUT_S,
+               "offsets to be stored", describe=car.log_tail)
+    assert car.stop() == 0
+    missing = f"{env.prefix}.another-history"
+    config["config"]["schema.history.internal.kafka.topic"] = missing
+    other = env.sidecar(config, label="no-history")
+    other.start()
+    code = other.wait_exit(TIMEOUT_S)
+    log = other.log_text()
+    assert code != 0
+    assert f"the schema history topic {missing!r}" in log and "missing or empty" in log
+    assert "delete the stored offsets" in log
