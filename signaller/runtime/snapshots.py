@@ -122,8 +122,10 @@ class SnapshotCoordinator:
             insert_delete=config.snapshot.watermarking_strategy.value == "insert_delete")
 
     # -- lifecycle ------------------------------------------------------------------------
-    def start(self, offsets: Offsets | None, tables: list[TableId]) -> None:
-        """Restore the snapshot state, open the channels, start an initial snapshot if asked."""
+    def start(self, offsets: Offsets | None, tables: list[TableId], schema_snapshot: bool = False) -> None:
+        """Restore the snapshot state, open the channels, start an initial snapshot if asked. ``schema_snapshot``:
+        the source took a start-up schema snapshot (binlog sources' first start), which Debezium's binlog
+        connectors announce as Initial Snapshot STARTED and COMPLETED when no data is snapshotted."""
         self._last_end_lsn = offsets.lsn if offsets else 0
         self.engine.restore(SnapshotState.from_offset(offsets.snapshot if offsets else None))
         self._open_channels()
@@ -140,9 +142,12 @@ class SnapshotCoordinator:
                 log.info("snapshot.mode=%s: initial incremental snapshot of %d table(s): %s", mode, len(data_tables),
                          "queued" if outcome.accepted else outcome.reason)
                 return
-        # As Debezium: every start that runs no initial snapshot says so (random id, Initial Snapshot).
+        # As Debezium: every start that runs no initial snapshot says so (random id, Initial Snapshot); a schema
+        # snapshot alone (snapshot.mode=no_data on a binlog source's first start) is a snapshot that started and
+        # completed.
         with self._adhoc_group():
-            self._notify(notes.make("SKIPPED", None, self._config.topics.prefix, notes.INITIAL))
+            for kind in ("STARTED", "COMPLETED") if offsets is None and schema_snapshot else ("SKIPPED",):
+                self._notify(notes.make(kind, None, self._config.topics.prefix, notes.INITIAL))
 
     def close(self) -> None:
         """Close every signal channel and the snapshot's database connection; never raises (a channel failing to close

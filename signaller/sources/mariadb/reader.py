@@ -18,6 +18,17 @@ them at ``file``/``pos``; without offsets at the server's current position (stre
 an acknowledged transaction. A purged binlog (the file is gone, or the server cannot find the GTID state)
 is a ``TerminalSourceError`` naming the position and saying to take a new snapshot.
 
+DDL: each DDL ``QueryEvent`` (a standalone GTID group, or inside one) is applied to the shared
+:class:`~signaller.sources.mariadb.changes.TablePlans`' schema model in binlog order
+(:meth:`~signaller.sources.mariadb.changes.TablePlans.apply_ddl`), before the rows after it are decoded; DDL
+it cannot follow on a captured table ends the stream with a ``TerminalSourceError`` naming the statement and
+its position (the offsets stay before it). A statement that changed captured tables goes to the
+:class:`~signaller.sources.mariadb.schema_recorder.SchemaRecorder` (its schema history records are durable
+before the reader goes on) and its schema change records become a
+:class:`~signaller.sources.base.SchemaChangeRecords` item, whose position is the point after the statement.
+:meth:`open` sets the schema the stream starts with (the recorder's start-up schema snapshot, whose records are
+the first items, or the history up to the stored offsets).
+
 Not thread-safe beyond that split: ``poll``/``acknowledge``/``close`` are the capture loop's.
 """
 
@@ -53,6 +64,7 @@ from signaller.sources.mariadb import time2
 from signaller.sources.mariadb.catalog import Catalog, connection_settings, source_error
 from signaller.sources.mariadb.changes import BinlogChange, BinlogTx, TablePlans
 from signaller.sources.mariadb.positions import GtidSet, Resume, gtid_number, position
+from signaller.sources.mariadb.schema_recorder import SchemaRecorder, StreamedDdl
 
 log = logging.getLogger("signaller.source")
 
@@ -98,10 +110,12 @@ class _Stream(BinLogStreamReader):  # type: ignore[misc]
 class MariaDbLogReader(LogReader[Any]):
     """The binlog stream of one capture session (see the module docstring)."""
 
-    def __init__(self, config: SignallerConfig, catalog: Catalog, plans: TablePlans) -> None:
+    def __init__(self, config: SignallerConfig, catalog: Catalog, plans: TablePlans,
+                 recorder: SchemaRecorder) -> None:
         self._config = config
         self._catalog = catalog
         self._plans = plans
+        self._recorder = recorder
         self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
         self._thread: threading.Thread | None = None
         self._stream: _Stream | None = None
@@ -130,6 +144,7 @@ class MariaDbLogReader(LogReader[Any]):
             raise TerminalSourceError(msg)
         self._resumes[start.position] = self._start = start
         self._basename = start.file.rpartition(".")[0]
+        self._pending = [*self._pending, *self._recorder.start(start, resumed=bool(offset_keys))]
         self._stream_end = start.position
         settings = {**connection_settings(self._config), "read_timeout": HEARTBEAT_S * 6}
         binlog = self._config.binlog
@@ -231,6 +246,9 @@ class MariaDbLogReader(LogReader[Any]):
         tx: BinlogTx | None = None
         changes: list[BinlogChange] = []
         query: str | None = None
+        standalone = False
+        current_gtid: str | None = None
+        gtid_begin, gtids_before = start.pos, str(start.gtids)
         plans = self._plans
         for event in stream:
             if self._stopping.is_set():
@@ -244,17 +262,18 @@ class MariaDbLogReader(LogReader[Any]):
                 continue
             if isinstance(event, MariadbGtidEvent):
                 gtid = (event.domain_id, event.server_id, event.gtid_seq_no)
+                gtid_begin, gtids_before = end - packet.event_size, str(gtids)
                 gtids = gtids.with_gtid(*gtid)
+                current_gtid = event.gtid
                 tx = BinlogTx(gtid_number(*gtid), event.gtid, file, event.timestamp * 1_000_000, last_end,
                               event.server_id, position(file, end - packet.event_size))
                 changes, query = [], None
                 if not self._gtid_source_captured(f"{event.domain_id}-{event.server_id}"):
                     tx = None  # gtid.source.includes/excludes: its DML is skipped, its GTID still counts
                     self._passed_later = True
-                if event.flags & 0x01:  # FL_STANDALONE: a DDL statement, no COMMIT follows
+                standalone = bool(event.flags & 0x01)  # FL_STANDALONE: a DDL statement, no COMMIT follows
+                if standalone:
                     tx = None
-                    plans.forget()  # TODO(issue 16, schema history): parse the DDL; re-read the columns for now
-                    self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
                 continue
             if isinstance(event, MariadbAnnotateRowsEvent):
                 query = event.sql_statement.decode("utf-8", "replace")
@@ -271,7 +290,21 @@ class MariaDbLogReader(LogReader[Any]):
                                                       and event.query.strip().upper() == "COMMIT")
             if isinstance(event, QueryEvent) and not ends_tx:
                 if event.query.strip().upper() != "BEGIN":
-                    plans.forget()  # DDL inside a GTID group: re-read the columns (see above)
+                    at = end - packet.event_size
+                    where = f"binlog {file} position {at} (GTID {current_gtid or 'none'})"
+                    database = event.schema.decode("utf-8", "replace")
+                    changed = plans.apply_ddl(event.query, database, where)
+                    if changed:
+                        after = Resume(file, end, gtids, event.timestamp, packet.server_id)
+                        if standalone:
+                            self._resumes[after.position] = after
+                        ddl = StreamedDdl(file, at, current_gtid, packet.server_id, event.timestamp, gtid_begin,
+                                          gtids_before)
+                        self._put([self._recorder.streamed(event.query, database, changed, ddl, after if standalone
+                                                           else self._resumes.get(last_end or 0, start))])
+                    if standalone:
+                        standalone = False
+                        self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
                 continue
             if ends_tx and tx is None and self._passed_later:
                 self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
