@@ -58,6 +58,7 @@ from signaller.signals.model import (
 )
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.engine import IncrementalSnapshotter
+from signaller.snapshot.reading import InlineReads
 from signaller.snapshot.state import Key, SnapshotState
 from signaller.snapshot.window import Window
 from signaller.sources.base import ChunkTable
@@ -293,8 +294,9 @@ class Simulation:
     """The capture loop's part, driven by hypothesis' ``data``."""
 
     def __init__(self, data: st.DataObject, shape: Shape, read_only: bool, chunk_size: int,
-                 initial: dict[tuple[Any, ...], str]) -> None:
+                 initial: dict[tuple[Any, ...], str], in_flight: bool = False) -> None:
         self.data = data
+        self.in_flight = in_flight
         self.shape = shape
         self.read_only = read_only
         properties = {
@@ -328,8 +330,9 @@ class Simulation:
     def _engine(self, state: SnapshotState | None) -> IncrementalSnapshotter:
         source = FakeChunkSource(self.db, self.concurrent_writes, not self.read_only)
         schemas = PostgresSchemaProvider(self.config, source, RelationCache())
+        reads = _ReadsInFlight(self.data) if self.in_flight else None
         engine = IncrementalSnapshotter(self.config.snapshot, self.config.capture, self.config.topics.prefix,
-                                        source, schemas, self._emit_read, self._notify, compile_filter)
+                                        source, schemas, self._emit_read, self._notify, compile_filter, reads=reads)
         engine.restore(state)
         return engine
 
@@ -425,6 +428,9 @@ class Simulation:
     def tick(self) -> None:
         """Between batches: read-only window close by position, one slice of a closed window's READs,
         then the next chunk if one is due."""
+        if self.engine.reading:
+            self.engine.poll_reads()
+            self._store(self.cursor)
         if self.read_only:
             self.engine.on_position(LSN_BASE + self.cursor, (LSN_BASE + self.cursor, 0))
             self._store(self.cursor)
@@ -537,10 +543,10 @@ STEPS = st.sampled_from(["write"] * 6 + ["stream"] * 6 + ["tick"] * 4 + ["signal
 SIGNALS = st.sampled_from(["execute", "execute", "pause", "resume", "stop", "chunk-size"])
 
 
-def simulate(data: st.DataObject, shape: Shape, read_only: bool) -> Simulation:
+def simulate(data: st.DataObject, shape: Shape, read_only: bool, in_flight: bool = False) -> Simulation:
     initial_keys = data.draw(st.sets(shape.keys, min_size=1, max_size=25), label="initial keys")
     initial = {key: f"i{n}" for n, key in enumerate(sorted(initial_keys))}
-    sim = Simulation(data, shape, read_only, data.draw(st.integers(1, 7), label="chunk size"), initial)
+    sim = Simulation(data, shape, read_only, data.draw(st.integers(1, 7), label="chunk size"), initial, in_flight)
     if data.draw(st.booleans(), label="execute at once"):
         sim.signal("execute")
     for _ in range(data.draw(st.integers(0, 100), label="steps")):
@@ -564,18 +570,48 @@ PROPERTY_SETTINGS = settings(max_examples=100, deadline=None,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+class _ReadsInFlight:
+    """The runtime's worker thread as the loop sees it: the read runs when submitted (its watermarks and the
+    writers' transactions enter the log then), but its result is taken only once ``done`` (drawn at each look)
+    says so; meanwhile the loop streams the log, the markers included."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+
+    def submit(self, work: Callable[[], Any]) -> Any:
+        done = InlineReads().submit(work)
+        data = self.data
+
+        class _Later:
+            looks = 0
+
+            def done(self) -> bool:  # at the third look at the latest, so a drained log always ends
+                self.looks += 1
+                return self.looks >= 3 or bool(data.draw(st.booleans(), label="read done"))
+
+            def result(self) -> Any:
+                return done.result()
+
+        return _Later()
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("in_flight", [False, True], ids=["inline", "in-flight"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_signal_watermarks_replay_to_the_table(shape: str, data: st.DataObject) -> None:
-    check(simulate(data, SHAPES[shape], read_only=False))
+def test_signal_watermarks_replay_to_the_table(shape: str, in_flight: bool, data: st.DataObject) -> None:
+    check(simulate(data, SHAPES[shape], read_only=False, in_flight=in_flight))
 
 
+@pytest.mark.parametrize("in_flight", [False, True], ids=["inline", "in-flight"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_read_only_visibility_replays_to_the_table(shape: str, data: st.DataObject) -> None:
-    check(simulate(data, SHAPES[shape], read_only=True))
+def test_read_only_visibility_replays_to_the_table(shape: str, in_flight: bool, data: st.DataObject) -> None:
+    check(simulate(data, SHAPES[shape], read_only=True, in_flight=in_flight))
 
 
 # --- the Window alone -------------------------------------------------------------------------------------
