@@ -23,7 +23,7 @@ SELECT read is either emitted or superseded by a streamed change; a table whose 
 finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. ``emit_reads`` (optional) sends
 a slice of READ rows of one table in one call (the runtime's bulk path); else each READ is a
 ``ChangeEvent`` given to ``emit``. Parts: ``requests``, ``tables``, ``blocking``, ``status``,
-``window``, ``reading``, ``finishing``, ``state``, ``notifications``; the source only through
+``window``, ``reading``, ``finishing``, ``visibility``, ``state``, ``notifications``; the source only through
 ``signaller.sources.base``'s ``ChunkReader`` and ``TableSchemaProvider`` (generic over its change type).
 """
 from __future__ import annotations
@@ -68,6 +68,7 @@ from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal
 from signaller.snapshot.state import Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime, build_status, in_progress, key_text, scan_status
 from signaller.snapshot.tables import PreparedTable, TableCatalog, start_table
+from signaller.snapshot.visibility import RecentChanges
 from signaller.snapshot.window import Window, row_identity
 from signaller.sources.base import (
     ChangeT,
@@ -141,7 +142,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self.rows_emitted = 0
         self._read_only = settings.read_only
         self._visible: TransactionVisibility | None = None
-        self._unresolved: list[ChangeEvent] = []
+        self._recent = RecentChanges()
         self._high_lsn = 0
         self._reads: Reads = reads or InlineReads()
         self._job: Pending[ChunkResult | RestSlice] | None = None
@@ -266,7 +267,11 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def on_stream_change(self, change: ChangeT) -> None:
         """Deduplicate: a streamed change evicts the buffered rows with the chunk-key values of its
         before and of its after image (read-only mode: only a change the chunk's snapshot did not
-        see). Each image supersedes at most one row: any further row it removes is counted as lost."""
+        see; every change is also kept in ``RecentChanges`` and matched when the next read returns, for a
+        change streamed before its transaction was visible). Each image supersedes at most one row: any
+        further row it removes is counted as lost."""
+        if self._read_only:
+            self._recent.add(change.event)
         window = self._window
         if window.watching:
             event = change.event
@@ -274,10 +279,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             if table != window.table:
                 window.hold(table, event)  # the window may move on to that table (an empty chunk)
                 return
-            if self._read_only and self._visible is None:
-                self._unresolved.append(event)  # matched once the read's visibility is known
-                return
-            self._supersede(event)
+            if not self._read_only or self._visible is not None:  # else matched once the read returns
+                self._supersede(event)
 
     def _supersede(self, event: ChangeEvent) -> None:
         if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
@@ -393,7 +396,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         table = "" if prepared is None else str(prepared.info.table_id)
         self._window.fill(request.chunk_id, table, (), complete=False, later=later)
         if self._read_only:
-            self._visible, self._high_lsn, self._unresolved = None, 0, []
+            self._visible, self._high_lsn = None, 0
             self._window.open(request.chunk_id)
         self._start_read(prepared, request)
         self.poll_reads()
@@ -491,10 +494,10 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if result.error is not None or not result.rows:
             if result.error is not None:
                 log.warning("incremental snapshot of %s failed: %s", head.table, result.error)
-            self._finish_table("SQL_EXCEPTION" if result.error is not None else self._scan_status(head.table))
+            status = "SQL_EXCEPTION" if result.error is not None else scan_status(head.table, runtime)
+            self._finish_table(status)
             if self._read_only:  # no markers to wait for: the next window may start
                 self._window.finish()
-                self._visible, self._unresolved = None, []
                 self._after_window()
             elif result.open_since is not None:  # the next table's first chunk, in the same window
                 self._continue_window(result.open_since)
@@ -503,9 +506,9 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             return
         if self._read_only:
             self._visible, self._high_lsn = result.visible, result.high
-            for event in self._unresolved:
-                self._supersede(event)
-            self._unresolved = []
+            if result.visible is not None:  # whenever streamed: before the window opened too (``visibility``)
+                for event in self._recent.unseen_by(result.visible):
+                    self._supersede(event)
         self._window.extend(result.rows)
         runtime.rows_read += len(result.rows)
         self._rest = result.rest
@@ -514,9 +517,6 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             return
         self._window.complete_chunk()
         self._chunk_read(head, prepared, result.rows[-1], lower)
-
-    def _scan_status(self, table: str) -> str:
-        return scan_status(table, self._runtime.get(table))
 
     def _prepare(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
         """Schema and max key of the head table (once per table); None if it was skipped."""

@@ -13,8 +13,9 @@ and applies user signals between batches. Hypothesis draws the interleaving: wri
 read, between the read and the close marker, and after it; signals (execute, pause, resume, stop,
 chunk size) and restarts (a new engine restored from a stored state, the topic cut at a point at
 or after everything that state covers) at random points. In read-only mode transactions have ids,
-may be in progress across the chunk read, and the window is the chunk's MVCC snapshot plus a WAL
-high watermark.
+may be in progress across the chunk read or committed in the log (streamed) before snapshots see them
+(PostgreSQL flushes a commit record before the transaction leaves the process array), and the window
+is the chunk's MVCC snapshot plus a WAL high watermark.
 
 Properties, for every interleaving:
 
@@ -75,7 +76,7 @@ TABLE = TableId("public", "t")
 SIGNAL_TABLE = TableId("public", "sig")
 INT4, TEXT = 23, 25
 CHANGE_KINDS = st.lists(st.sampled_from(["insert", "update", "delete", "rekey"]), min_size=1, max_size=2)
-WRITE_KINDS = st.sampled_from(["now", "now", "begin", "commit"])
+WRITE_KINDS = st.sampled_from(["now", "now", "begin", "commit", "commit-unseen"])
 CONCURRENT_WRITES = st.integers(0, 2)
 STREAMED = st.integers(1, 3)
 FIRST_XID = 700
@@ -191,15 +192,33 @@ class Database:
         self.log: list[Tx] = []
         self.next_xid = FIRST_XID
         self.pending: list[int] = []
+        self.committing: dict[int, tuple[list[Change4], int]] = {}
         self.serial = 0
 
-    def commit(self, changes: list[Change4], xid: int | None = None) -> None:
+    def commit(self, changes: list[Change4], xid: int | None = None, *, visible: bool = True) -> None:
+        """Commit ``changes`` (in a new transaction, or in the begun ``xid``). Not ``visible``: as PostgreSQL
+        between flushing a commit record and leaving the process array, the transaction is in the log (it can
+        be streamed) while snapshots still count it as running and see none of its changes, until ``reveal``."""
         if xid is None:
             xid = self.next_xid
             self.next_xid += 1
-        else:
+        elif visible:
             self.pending.remove(xid)
         pos = len(self.log) + 1
+        self.log.append(Tx(xid, pos, tuple(changes)))
+        if visible:
+            self._apply(changes, pos)
+        else:
+            self.committing[xid] = (changes, pos)
+
+    def reveal(self) -> None:
+        """Every transaction committed but not yet visible becomes visible."""
+        for xid, (changes, pos) in sorted(self.committing.items()):
+            self.pending.remove(xid)
+            self._apply(changes, pos)
+        self.committing.clear()
+
+    def _apply(self, changes: list[Change4], pos: int) -> None:
         for op, key, value, old in changes:
             if op == "d":
                 del self.table[key]
@@ -209,7 +228,6 @@ class Database:
                 assert value is not None
                 self.table[key] = value
                 self.written_at[value] = pos
-        self.log.append(Tx(xid, pos, tuple(changes)))
 
     def marker(self, marker: WindowMarker) -> None:
         self.log.append(Tx(self.next_xid, len(self.log) + 1, marker=marker))
@@ -384,13 +402,15 @@ class Simulation:
     def write(self) -> None:
         """A writer transaction commits (read-only mode: possibly one begun earlier, or one begins)."""
         db = self.db
+        if db.committing:  # a later writer waits for those (row locks, loosely)
+            db.reveal()
         if self.read_only:
             choice = self.data.draw(WRITE_KINDS)
             if choice == "begin" and len(db.pending) < 3:
                 db.begin()
                 return
-            if choice == "commit" and db.pending:
-                db.commit(self._changes(), self.data.draw(st.sampled_from(db.pending)))
+            if choice.startswith("commit") and db.pending:
+                db.commit(self._changes(), self.data.draw(st.sampled_from(db.pending)), visible=choice == "commit")
                 return
         db.commit(self._changes())
 
@@ -487,6 +507,7 @@ class Simulation:
     def drain(self) -> None:
         """Writers stop; the log is streamed to its end and the snapshot is driven to completion."""
         self.writes_allowed = False
+        self.db.reveal()
         for xid in list(self.db.pending):
             self.db.commit(self._changes(), xid)
         for _ in range(2_000):
@@ -714,6 +735,27 @@ def test_stopping_a_paused_snapshot_does_not_leave_the_next_one_paused() -> None
     sim.drain()
     check(sim)
     assert sum(1 for rec in sim.emitted if rec.kind == "read") >= 6
+
+
+def test_read_only_change_streamed_before_its_transaction_is_visible_supersedes_the_read() -> None:
+    """A delete is streamed before the next chunk's read starts, but the read's snapshot does not see it yet
+    (its commit record is flushed, the transaction has not left the process array): the chunk still holds the
+    row, and its READ must not follow the delete into the topic (the row would come back)."""
+    sim = Simulation(_NoDraws(), SHAPES["int"], True, 10,  # type: ignore[arg-type]
+                     {(n,): f"i{n}" for n in range(6)})
+    sim.writes_allowed = False
+    sim.slice_rows = 4
+    sim.signal("execute")
+    sim.db.begin()
+    sim.db.commit([("d", (3,), None, None)], sim.db.pending[-1], visible=False)
+    while sim.stream_one():  # the delete is streamed: no window is open yet
+        pass
+    sim.tick()  # the chunk is read in a snapshot that still counts the delete's transaction as running
+    assert sim.engine._visible is not None and not sim.engine._visible.sees(sim.db.log[-1].xid)
+    sim.db.reveal()
+    sim.drain()
+    check(sim)
+    assert (3,) not in [rec.key for rec in sim.emitted if rec.kind == "read"]
 
 
 # --- row identity, lost-row accounting, blocking snapshots, apply never raises ----------------------------
