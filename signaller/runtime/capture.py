@@ -165,7 +165,9 @@ class CaptureLoop:
         poll_s = config.streaming.poll_interval_ms / 1000
         while not self._stopping:
             # While a snapshot window's READs wait, the loop reads whatever the log has and goes on emitting.
-            items = reader.poll(config.streaming.max_batch_size, 0.0 if snapshots.busy else poll_s)
+            if snapshots.awaiting_position:
+                reader.request_position()
+            items = reader.poll(config.streaming.max_batch_size, snapshots.poll_timeout(poll_s))
             for item in items:
                 if type(item) is change_type:
                     snapshots.on_change(item)

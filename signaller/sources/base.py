@@ -326,6 +326,12 @@ class LogReader(Protocol[ItemT_co]):
         None before the first one of a session that started from the source's own position."""
         ...
 
+    def request_position(self) -> None:
+        """Ask the source to report its log position soon (it comes through :attr:`stream_end` at a later
+        :meth:`poll`), even with nothing to stream; calls closer together than the source's minimum interval
+        do nothing. Moves no durable position."""
+        ...
+
     def acknowledge(self, position: int, /) -> None:
         """Everything up to ``position`` is durable downstream: the source may release its log up to
         there. The only call that moves the source's durable position."""

@@ -186,6 +186,12 @@ class MariaDbLogReader(LogReader[Any]):
         """The end position of the newest transaction handed out; None before the first (fresh start)."""
         return self._last_commit
 
+    def request_position(self) -> None:
+        """Nothing to ask: the reading thread advances :attr:`stream_end` with every binlog event it reads
+        (of any table), and the binlog protocol has no on-demand position report. An idle server moves
+        no position (a read-only snapshot window then closes with the next write on the server)."""
+        return
+
     def acknowledge(self, position: int, /) -> None:
         """Forget the resume points before ``position`` (MariaDB keeps no replica position: the offset store does)."""
         for known in [known for known in list(self._resumes) if known < position]:
