@@ -6,7 +6,9 @@ reader thread (started by ``open``) reads binlog events, converts each captured 
 hands complete transactions to ``poll`` through a bounded queue (back-pressure: the thread waits while
 the capture loop is behind). ``poll`` never blocks longer than its timeout. A transaction with no
 captured change yields no items; its end still moves :attr:`stream_end` (so an idle or foreign-table
-workload moves the offset after a heartbeat).
+workload moves the offset after a heartbeat). :attr:`stream_end` and :attr:`last_commit` move only as ``poll``
+hands items out: never past a transaction still waiting in the queue (a heartbeat would otherwise commit an
+offset after a transaction not yet sent, and a crash then would lose it).
 
 Positions: every item's position is :func:`~signaller.sources.mariadb.positions.position` of a binlog
 coordinate; a :class:`~signaller.sources.base.TransactionCommit`'s ``end_lsn`` is the coordinate after
@@ -41,6 +43,7 @@ import random
 import struct
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -116,13 +119,24 @@ class MariaDbLogReader(LogReader[Any]):
         self._catalog = catalog
         self._plans = plans
         self._recorder = recorder
-        self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
+        self._queue: queue.Queue[_Handed | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
         self._thread: threading.Thread | None = None
         self._stream: _Stream | None = None
         self._stopping = threading.Event()
         self._resumes: dict[int, Resume] = {}
-        self._stream_end = 0
         self._last_commit: int | None = None
+        """The thread's: the end of the newest transaction it queued."""
+        self._handed_end = 0
+        """The loop's: the stream end after the newest item ``poll`` handed out."""
+        self._handed_last_commit: int | None = None
+        """The loop's: the end of the newest transaction ``poll`` handed out."""
+        self._queued = 0
+        """The thread's: how many entries it queued."""
+        self._handed = 0
+        """The loop's: how many queued entries ``poll`` took."""
+        self._pass_mark = (0, 0)
+        """The thread's newest point with nothing to send, as (entries queued before it, its position): the
+        stream end once ``poll`` took those entries (one tuple, replaced whole: the loop reads a consistent pair)."""
         self._pending: list[Any] = []
 
     # -- LogReader ------------------------------------------------------------------------
@@ -130,7 +144,7 @@ class MariaDbLogReader(LogReader[Any]):
         """Check the start point still exists and start the reader thread (see the module docstring)."""
         if offset_keys:
             start = Resume.from_offset_keys(offset_keys)
-            self._last_commit = start.position
+            self._last_commit = self._handed_last_commit = start.position
         else:
             file, pos, gtid = self._catalog.binlog_status()
             start = Resume(file, pos, GtidSet.parse(gtid))
@@ -145,7 +159,8 @@ class MariaDbLogReader(LogReader[Any]):
         self._resumes[start.position] = self._start = start
         self._basename = start.file.rpartition(".")[0]
         self._pending = [*self._pending, *self._recorder.start(start, resumed=bool(offset_keys))]
-        self._stream_end = start.position
+        self._handed_end = start.position
+        self._pass_mark = (0, start.position)
         settings = {**connection_settings(self._config), "read_timeout": HEARTBEAT_S * 6}
         binlog = self._config.binlog
         self._stream = _Stream(
@@ -168,7 +183,11 @@ class MariaDbLogReader(LogReader[Any]):
             while True:
                 if isinstance(first, BaseException):
                     raise first
-                items.extend(first)
+                items.extend(first.items)
+                self._handed += 1
+                if first.end is not None:
+                    self._handed_end = first.end
+                    self._handed_last_commit = first.end
                 if len(items) >= max_items:
                     break
                 first = self._queue.get_nowait()
@@ -178,13 +197,17 @@ class MariaDbLogReader(LogReader[Any]):
 
     @property
     def stream_end(self) -> int:
-        """The position after the newest transaction the thread read (captured or not)."""
-        return self._stream_end
+        """The position after the newest transaction read (captured or not) with nothing before it left in the
+        queue: every transaction before it was handed out by ``poll``."""
+        queued_before, position = self._pass_mark
+        if self._handed >= queued_before:
+            return max(position, self._handed_end)
+        return self._handed_end
 
     @property
     def last_commit(self) -> int | None:
         """The end position of the newest transaction handed out; None before the first (fresh start)."""
-        return self._last_commit
+        return self._handed_last_commit
 
     def request_position(self) -> None:
         """Nothing to ask: the reading thread advances :attr:`stream_end` with every binlog event it reads
@@ -229,7 +252,12 @@ class MariaDbLogReader(LogReader[Any]):
             thread.join(5)
 
     # -- the reader thread ----------------------------------------------------------------
-    def _put(self, item: list[Any] | BaseException) -> None:
+    def _hand_over(self, items: list[Any], end: int | None = None) -> None:
+        """Queue ``items`` for ``poll``; ``end``: the transaction's end position (None: the stream end stays)."""
+        self._queued += 1
+        self._put(_Handed(items, end))
+
+    def _put(self, item: _Handed | BaseException) -> None:
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=0.2)
@@ -306,8 +334,8 @@ class MariaDbLogReader(LogReader[Any]):
                             self._resumes[after.position] = after
                         ddl = StreamedDdl(file, at, current_gtid, packet.server_id, event.timestamp, gtid_begin,
                                           gtids_before)
-                        self._put([self._recorder.streamed(event.query, database, changed, ddl, after if standalone
-                                                           else self._resumes.get(last_end or 0, start))])
+                        ddl_resume = after if standalone else self._resumes.get(last_end or 0, start)
+                        self._hand_over([self._recorder.streamed(event.query, database, changed, ddl, ddl_resume)])
                     if standalone:
                         standalone = False
                         self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
@@ -322,9 +350,8 @@ class MariaDbLogReader(LogReader[Any]):
                     self._resumes[end_position] = resume
                     begin = TransactionBegin(tx.xid, end_position, tx.commit_ts_us, last_end, tx.begin_position)
                     commit = TransactionCommit(tx.xid, end_position, end_position, tx.commit_ts_us)
-                    self._put([begin, *changes, commit])
+                    self._hand_over([begin, *changes, commit], end_position)
                     last_end = self._last_commit = end_position
-                    self._stream_end = end_position
                 else:
                     self._passed(resume)
                 tx, changes, query = None, [], None
@@ -339,9 +366,18 @@ class MariaDbLogReader(LogReader[Any]):
         return not any(pattern.fullmatch(source) for pattern in binlog.gtid_source_excludes)
 
     def _passed(self, resume: Resume) -> None:
-        """A point between transactions with nothing to send: the stream end moves there."""
+        """A point between transactions with nothing to send: the stream end moves there once ``poll`` handed out
+        everything queued before it."""
         self._resumes[resume.position] = resume
-        self._stream_end = resume.position
+        self._pass_mark = (self._queued, resume.position)
+
+
+@dataclass(frozen=True, slots=True)
+class _Handed:
+    """One queue entry: a whole transaction's items (or a DDL's records) and, for a transaction, its end."""
+
+    items: list[Any]
+    end: int | None
 
 
 def _as_source_error(exc: BaseException, start: Resume) -> BaseException:
