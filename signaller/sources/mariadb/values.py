@@ -34,7 +34,8 @@ text, character types → string (any character set: the binlog's bytes decoded 
 ``binary.handling.mode``; ``binary(n)`` right-padded with zero bytes), spatial types →
 ``io.debezium.data.geometry.Geometry`` version 1 ``{wkb, srid}`` (``point`` →
 ``io.debezium.data.geometry.Point``), as the MariaDB connector 3.5.0.Final writes them.
-``time.precision.mode=connect`` gives Connect's ``Date``/``Time``/``Timestamp``. Pure; no I/O.
+``time.precision.mode=connect`` gives Connect's ``Date``/``Time``/``Timestamp`` (a ``TIME`` outside
+``00:00:00``..``23:59:59.999999`` is null, as Debezium writes it). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -239,6 +240,17 @@ def _micros_of(value: Any) -> int:
     raise DecodeError(f"not a time value: {value!r}")
 
 
+_DAY_MICROS: Final = 86_400_000_000
+
+
+def _connect_time(value: Any) -> int | None:
+    """Connect's ``Time`` (milliseconds past midnight) of a TIME value; None (as Debezium's MariaDB connector
+    writes it) for a value outside ``00:00:00``..``23:59:59.999999``, which a time of day cannot hold: negative
+    times and times of 24 hours or more."""
+    micros = _micros_of(value)
+    return micros // 1000 if 0 <= micros < _DAY_MICROS else None
+
+
 def _epoch_micros(value: Any) -> int | None:
     if isinstance(value, str):
         if value.startswith("0000"):
@@ -263,7 +275,7 @@ def _temporal(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, Any], 
         return _node("int32", name, 1), _date
     if kind == "time":
         if connect:
-            return _node("int32", "org.apache.kafka.connect.data.Time", 1), lambda v: _micros_of(v) // 1000
+            return _node("int32", "org.apache.kafka.connect.data.Time", 1), _connect_time
         return _node("int64", "io.debezium.time.MicroTime", 1), _micros_of
     if kind == "timestamp":
         def zoned(value: Any) -> str | None:
