@@ -354,6 +354,20 @@ def test_binlog_schema_history_properties_are_read_and_the_others_accepted(caplo
     assert warned and "schema.history.internal.kafka.topic" in warned[0], warned
 
 
+@pytest.mark.parametrize("connector_class", ["io.debezium.connector.mariadb.MariaDbConnector",
+                                             "io.debezium.connector.mysql.MySqlConnector"])
+def test_binlog_connectors_refuse_adaptive_time_precision(connector_class: str) -> None:
+    """As Debezium's binlog connectors ("The 'adaptive' time.precision.mode is no longer supported"); their two
+    modes load, and PostgreSQL keeps adaptive."""
+    binlog = {"connector.class": connector_class, "signal.data.collection": "inventory.debezium_signal"}
+    error = only_problem({**binlog, "time.precision.mode": "adaptive"})
+    assert (error.key, error.value) == ("time.precision.mode", "adaptive"), error
+    assert "adaptive_time_microseconds or connect" in error.accepted and connector_class in error.accepted
+    for mode in ("adaptive_time_microseconds", "connect"):
+        assert config_from_mapping({**BASE, **binlog, "time.precision.mode": mode}).types.time_precision_mode == mode
+    assert config(time_precision_mode="adaptive").types.time_precision_mode == "adaptive"
+
+
 def test_missing_required_properties_are_all_reported() -> None:
     found = problems(lambda: config_from_mapping({"tasks.max": "1"}))
     assert {e.key for e in found} == {"topic.prefix", "database.hostname", "database.user", "database.dbname"}

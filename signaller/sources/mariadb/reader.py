@@ -63,7 +63,7 @@ from signaller.config import SignallerConfig
 from signaller.errors import SignallerError, TerminalSourceError, TransientSourceError
 from signaller.model import TableId
 from signaller.sources.base import LogReader, TransactionBegin, TransactionCommit
-from signaller.sources.mariadb import time2
+from signaller.sources.mariadb import charsets, time2
 from signaller.sources.mariadb.catalog import Catalog, connection_settings, source_error
 from signaller.sources.mariadb.changes import BinlogChange, BinlogTx, TablePlans
 from signaller.sources.mariadb.positions import GtidSet, Resume, gtid_number, position
@@ -72,6 +72,7 @@ from signaller.sources.mariadb.schema_recorder import SchemaRecorder, StreamedDd
 log = logging.getLogger("signaller.source")
 
 time2.install()  # exact TIME2 decoding (negative fractions) in the binlog client
+charsets.install()  # big-endian ucs2/utf16/utf32 and MariaDB's character set names in the binlog client
 
 QUEUE_TRANSACTIONS = 64
 """Complete transactions the reader thread may hold ahead of the capture loop."""

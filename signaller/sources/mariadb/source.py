@@ -40,8 +40,9 @@ from signaller.sources.mariadb.values import TypeModes
 
 
 def type_modes(config: SignallerConfig) -> TypeModes:
-    """The MariaDB value modes of ``config`` (an unset or ``adaptive`` ``time.precision.mode`` is
-    ``adaptive_time_microseconds``, the binlog connectors' default)."""
+    """The MariaDB value modes of ``config`` (an unset ``time.precision.mode``, whose declared default is
+    PostgreSQL's ``adaptive``, is ``adaptive_time_microseconds``, the binlog connectors' default; the configuration
+    refuses an explicit ``adaptive`` for these connectors)."""
     types = config.types
     precision = types.time_precision_mode.value
     if precision == "adaptive" or "time.precision.mode" not in config.raw:
