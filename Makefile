@@ -56,7 +56,8 @@ compat: venv
 
 # The compatibility suite with the all-types table (tests/compat/all_types.py, built from pg_type) in
 # the default modes and once per other value of each decimal/time/binary/interval/hstore handling mode
-# and include.unknown.datatypes, and in Avro, about 25 s a run (`make test` runs the default modes only).
+# and include.unknown.datatypes, and in Avro, about 25 s a run; and the MariaDB script once per other value
+# of each decimal/time/bigint-unsigned/binary mode, about 75 s a run (`make test` runs the default modes only).
 compat-full: venv
 	COMPAT_FULL=1 $(BIN)/pytest tests/compat -q $(PYTEST_ARGS)
 

@@ -42,6 +42,8 @@ from devtools import StackSettings
 from devtools.debezium import MARIADB_CONNECTOR_CLASS, DebeziumConnect, free_port, unique_server_id
 from devtools.env import sidecar_env
 
+STREAMING_LINE = "streaming the MariaDB binlog from"
+"""What the sidecar logs once its binlog stream is open."""
 SIDECAR_MISSING = (f"the sidecar has no MariaDB source yet (signaller.sources.registry does not know "
                    f"{MARIADB_CONNECTOR_CLASS})")
 
@@ -117,17 +119,33 @@ class SidecarSide:
                   "schema.history.internal.kafka.bootstrap.servers": settings.bootstrap_servers,
                   "kafka.bootstrap.servers": settings.bootstrap_servers, "offset.storage": "file",
                   "offset.storage.file.filename": str(workdir / "offsets.json")}
+        self.offsets_path = workdir / "offsets.json"
         self.config_path = workdir / "connector.json"
         self.config_path.write_text(json.dumps({"name": name, "config": config}))
         self.log_path = workdir / "sidecar.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Start the sidecar and wait until it streams with its start position stored (a first start stores the
+        server's current position; changes written while it is stopped afterwards are then caught up)."""
         signaller = Path(sys.executable).with_name("signaller")
+        streams_before = self._log_count(STREAMING_LINE)
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen([str(signaller), "run", "--config", str(self.config_path)], stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=sidecar_env(SIGNALLER_HTTP_PORT=str(free_port())), start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while self._log_count(STREAMING_LINE) <= streams_before or not self.offsets_path.exists():
+            if self.proc.poll() is not None:
+                msg = f"the sidecar exited with {self.proc.returncode} before streaming; log: {self.log_path}"
+                raise RuntimeError(msg)
+            if time.monotonic() > deadline:
+                msg = f"the sidecar did not stream within {timeout_s:.0f}s; log: {self.log_path}"
+                raise RuntimeError(msg)
+            time.sleep(0.1)
+
+    def _log_count(self, text: str) -> int:
+        return self.log_path.read_text(errors="replace").count(text) if self.log_path.exists() else 0
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -49,7 +49,19 @@ class BinlogSection:
     buffer_size: int = setting("binlog.buffer.size", Kind.INT, "0", "Look-ahead buffer of the binlog reader "
                                "(0: none; signaller reads whole transactions anyway).", check=p.at_least(0))
     include_schema_changes: bool = setting("include.schema.changes", Kind.BOOL, "true",
-                                           "Publish DDL to the schema change topic (not written yet).")
+                                           "Publish DDL to the schema change topic (<topic.prefix>).")
+    history_topic: str | None = setting("schema.history.internal.kafka.topic", Kind.STR, None,
+                                        "Schema history topic: the DDL of the captured tables, read back at a restart "
+                                        "(unset: no history; a restart reads the schema the tables have then).")
+    history_bootstrap_servers: str | None = setting(
+        "schema.history.internal.kafka.bootstrap.servers", Kind.STR, None,
+        "Kafka of the schema history topic (default: kafka.bootstrap.servers).")
+    history_only_captured_tables: bool = setting(
+        "schema.history.internal.store.only.captured.tables.ddl", Kind.BOOL, "false",
+        "Keep the start-up schema snapshot's database statements (DROP/CREATE DATABASE, USE) out of the history.")
+    history_only_captured_databases: bool = setting(
+        "schema.history.internal.store.only.captured.databases.ddl", Kind.BOOL, "false",
+        "Record DDL of the captured databases only (signaller records DDL of captured tables only anyway).")
     include_query: bool = setting("include.query", Kind.BOOL, "false",
                                   "Put the statement (annotate rows event) in source.query.")
     bigint_unsigned_handling_mode: BigintUnsignedHandlingMode = choice(

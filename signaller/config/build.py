@@ -262,9 +262,21 @@ def _binlog_watermarks_need_signal_table(build: _Build) -> None:
         build.problems.append(problem("signal.data.collection", None, accepted, NOT_SET))
 
 
+def _binlog_refuses_adaptive_precision(build: _Build) -> None:
+    """Debezium's binlog connectors refuse ``time.precision.mode=adaptive`` ("The 'adaptive' time.precision.mode
+    is no longer supported"); their default, when the property is unset, is ``adaptive_time_microseconds``."""
+    text = build.text("time.precision.mode")
+    if build.values.get("connector.class") in BINLOG_CONNECTORS and text is not None \
+            and text.strip().lower() == "adaptive":
+        accepted = (f"adaptive_time_microseconds or connect (connector.class={build.values.get('connector.class')} "
+                    "no longer supports adaptive, as Debezium's binlog connectors)")
+        build.problems.append(problem("time.precision.mode", text, accepted, build.origin("time.precision.mode")))
+
+
 _CROSS_CHECKS: tuple[Callable[[_Build], None], ...] = (
     _postgres_needs_dbname,
     _binlog_watermarks_need_signal_table,
+    _binlog_refuses_adaptive_precision,
     _exclusive_lists,
     _queue_larger_than_batch,
     _sink_needs_topic,

@@ -17,9 +17,9 @@ __all__ = ["FAMILIES", "PROPERTIES", "UNSUPPORTED", "Family", "Kind", "Prop", "S
 
 _JAVA_ONLY = "a Java/Kafka Connect runtime setting with no meaning for signaller"
 _SNAPSHOT_TUNING = "initial-snapshot tuning of Debezium's Java snapshotter, not used by signaller"
-_SCHEMA_HISTORY = ("the binlog connectors' schema history (Kafka topic, captured-DDL filters); signaller keeps "
-                   "none: it reads each table's columns from information_schema when it first meets the table and "
-                   "again after DDL, and does not write the history topic")
+_SCHEMA_HISTORY = ("a schema history setting of Debezium's binlog connectors that signaller does not use (its "
+                   "history is schema.history.internal.kafka.topic on schema.history.internal.kafka.bootstrap."
+                   "servers; it follows every DDL statement it can parse and stops at one it cannot)")
 _CHANGES_OUTPUT = "it changes the published events and signaller cannot apply it; apply it downstream"
 
 UNSUPPORTED: tuple[Prop, ...] = (

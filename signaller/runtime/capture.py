@@ -37,7 +37,14 @@ from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.state import SnapshotState
-from signaller.sources.base import LogReader, Source, SourceMessage, TransactionBegin, TransactionCommit
+from signaller.sources.base import (
+    LogReader,
+    SchemaChangeRecords,
+    Source,
+    SourceMessage,
+    TransactionBegin,
+    TransactionCommit,
+)
 from signaller.sources.registry import open_source
 from signaller.state import Offsets, OffsetStore, open_store
 
@@ -128,7 +135,7 @@ class CaptureLoop:
                 # A source that keeps no position of its own (MariaDB: no replication slot) stores where it
                 # started before anything streams, so a kill before the first commit resumes there.
                 self.store.commit(Offsets(start, source_keys=keys))
-            snapshots.start(offsets, tables)
+            snapshots.start(offsets, tables, schema_snapshot=source.schema_snapshot_taken)
             self._stream(reader, sink, checkpoint, dispatcher, snapshots)
         except KafkaException as exc:
             # A Kafka client call (metadata, topic creation) failed outside the delivery path: an
@@ -158,7 +165,9 @@ class CaptureLoop:
         poll_s = config.streaming.poll_interval_ms / 1000
         while not self._stopping:
             # While a snapshot window's READs wait, the loop reads whatever the log has and goes on emitting.
-            items = reader.poll(config.streaming.max_batch_size, 0.0 if snapshots.busy else poll_s)
+            if snapshots.awaiting_position:
+                reader.request_position()
+            items = reader.poll(config.streaming.max_batch_size, snapshots.poll_timeout(poll_s))
             for item in items:
                 if type(item) is change_type:
                     snapshots.on_change(item)
@@ -176,6 +185,11 @@ class CaptureLoop:
                     self.stats.last_commit_ts_us = item.commit_ts_us
                 elif isinstance(item, SourceMessage):
                     snapshots.on_message(item, item.last_commit_lsn)
+                elif type(item) is SchemaChangeRecords:
+                    checkpoint.begin()
+                    for topic, key, value in item.records:
+                        dispatcher.record(topic, key, value)
+                    checkpoint.close_group(item.end_lsn)
             sink.poll(0)
             if not in_tx:
                 if sink.skipped:

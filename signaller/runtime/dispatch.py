@@ -315,6 +315,10 @@ class EventDispatcher:
             self._send(self.notification_topic, *self._serializer.notification(notification.id,
                                                                                notification.payload()))
 
+    def record(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+        """A record the source rendered itself (schema change records), in the current group."""
+        self._send(topic, key, value)
+
     def _send(self, topic: str, key: bytes | None, value: bytes | None) -> None:
         group = self._checkpoint.current()
         if self._sink.send(topic, key, value, group.on_delivery):

@@ -65,6 +65,7 @@ from signaller.signals.values import unexpected_reason
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.engine import IncrementalSnapshotter
+from signaller.snapshot.reading import ThreadReads
 from signaller.snapshot.state import SnapshotState
 from signaller.sources.base import ChunkReader, SourceMessage, TableRows, TableSchemaProvider
 from signaller.state import Offsets
@@ -76,8 +77,9 @@ SLICE_ROWS = 256
 SLICE_SECONDS = 0.004
 """How long one tick may emit READs before the loop reads the stream again: the most a window's
 READs delay a live change (besides the chunk query itself)."""
-FETCH_ROWS = 1024
-"""Rows of a large chunk fetched per step (a server-side cursor's ``FETCH``)."""
+READ_WAIT_S = 0.002
+"""How long the loop waits for the log while a chunk read is in flight (or a read-only window waits for
+the log to pass its high watermark) before looking at the read again."""
 MAX_QUEUED_RECORDS = 10_000
 """No READ is emitted while the producer holds this many records: bounds the memory a large window
 takes in the producer's queue (a few KB per record before compression) to a few tens of MB."""
@@ -109,7 +111,7 @@ class SnapshotCoordinator:
         self._chunks = chunks
         self.engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, chunks, schemas,
                                              dispatcher.read, self._notify, compile_filter,
-                                             emit_reads=self._emit_reads)
+                                             emit_reads=self._emit_reads, reads=ThreadReads())
         self._signal_table = config.snapshot.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None
@@ -122,8 +124,10 @@ class SnapshotCoordinator:
             insert_delete=config.snapshot.watermarking_strategy.value == "insert_delete")
 
     # -- lifecycle ------------------------------------------------------------------------
-    def start(self, offsets: Offsets | None, tables: list[TableId]) -> None:
-        """Restore the snapshot state, open the channels, start an initial snapshot if asked."""
+    def start(self, offsets: Offsets | None, tables: list[TableId], schema_snapshot: bool = False) -> None:
+        """Restore the snapshot state, open the channels, start an initial snapshot if asked. ``schema_snapshot``:
+        the source took a start-up schema snapshot (binlog sources' first start), which Debezium's binlog
+        connectors announce as Initial Snapshot STARTED and COMPLETED when no data is snapshotted."""
         self._last_end_lsn = offsets.lsn if offsets else 0
         self.engine.restore(SnapshotState.from_offset(offsets.snapshot if offsets else None))
         self._open_channels()
@@ -140,9 +144,12 @@ class SnapshotCoordinator:
                 log.info("snapshot.mode=%s: initial incremental snapshot of %d table(s): %s", mode, len(data_tables),
                          "queued" if outcome.accepted else outcome.reason)
                 return
-        # As Debezium: every start that runs no initial snapshot says so (random id, Initial Snapshot).
+        # As Debezium: every start that runs no initial snapshot says so (random id, Initial Snapshot); a schema
+        # snapshot alone (snapshot.mode=no_data on a binlog source's first start) is a snapshot that started and
+        # completed.
         with self._adhoc_group():
-            self._notify(notes.make("SKIPPED", None, self._config.topics.prefix, notes.INITIAL))
+            for kind in ("STARTED", "COMPLETED") if offsets is None and schema_snapshot else ("SKIPPED",):
+                self._notify(notes.make(kind, None, self._config.topics.prefix, notes.INITIAL))
 
     def close(self) -> None:
         """Close every signal channel and the snapshot's database connection; never raises (a channel failing to close
@@ -150,6 +157,7 @@ class SnapshotCoordinator:
         for channel in self._channels():
             with contextlib.suppress(Exception):
                 channel.close()
+        self.engine.close()
         self._chunks.close()
 
     def _channels(self) -> list[SignalChannelReader]:
@@ -216,10 +224,15 @@ class SnapshotCoordinator:
     # -- between batches ------------------------------------------------------------------
     def tick(self, stream_lsn: int = 0, last_commit_lsn: int | None = None) -> None:
         """Serve the control queue and the channels, close a read-only window the log has
-        passed, then read the next chunk if one is due."""
+        passed, then start the next chunk's read if one is due. The chunk read runs on the engine's worker
+        thread; its result is taken here (``poll_reads``), so the stream never waits for a chunk query."""
+        engine = self.engine
+        if engine.reading:
+            with self._adhoc_group():
+                engine.poll_reads()
         if self._config.snapshot.read_only and stream_lsn:
             with self._adhoc_group():
-                self.engine.on_position(max(stream_lsn, self._last_end_lsn), (last_commit_lsn, 0))
+                engine.on_position(max(stream_lsn, self._last_end_lsn), (last_commit_lsn, 0))
         if self._http is not None:
             self._serve_http(self._http)
         now = time.monotonic()
@@ -234,24 +247,36 @@ class SnapshotCoordinator:
             with self._adhoc_group():
                 self.engine.read_chunk()
 
+    def poll_timeout(self, idle_s: float) -> float:
+        """How long the loop may wait for the log before the next ``tick``: not at all while a window's READs wait
+        to be emitted, ``READ_WAIT_S`` while a chunk read is in flight or a read-only window waits for the log to
+        pass its high watermark, else ``idle_s``."""
+        engine = self.engine
+        if engine.emitting:
+            return 0.0
+        if engine.reading or engine.fetching or engine.awaiting_position:
+            return READ_WAIT_S
+        return idle_s
+
     @property
-    def busy(self) -> bool:
-        """A window's READs wait to be emitted: the loop should not wait for the log before the next ``tick``."""
-        return self.engine.emitting or self.engine.fetching
+    def awaiting_position(self) -> bool:
+        """A read-only window waits for the log to reach its high watermark (the loop may ask the source for its
+        position)."""
+        return self.engine.awaiting_position
 
     def _emit_slices(self) -> None:
-        """For at most ``SLICE_SECONDS`` (the stream's next batch comes first then): fetch the chunk's next slice
-        when no fetched row waits, and emit the closed window's READs, none while the producer's queue is full
-        (waiting a moment for deliveries instead)."""
+        """For at most ``SLICE_SECONDS`` (the stream's next batch comes first then): take the chunk's next slice
+        when the worker fetched it (``poll_reads`` starts the one after), and emit the closed window's READs, none
+        while the producer's queue is full (waiting a moment for deliveries instead)."""
         dispatcher, engine = self._dispatcher, self.engine
         deadline = time.monotonic() + SLICE_SECONDS
         with self._adhoc_group():
             while True:
+                if engine.reading or engine.fetching:
+                    engine.poll_reads()
                 if engine.emitting and dispatcher.queued < MAX_QUEUED_RECORDS:
                     engine.emit_pending(SLICE_ROWS)
-                elif engine.fetching and not engine.emitting:
-                    engine.fetch_pending(FETCH_ROWS)
-                elif engine.emitting or engine.fetching:
+                elif engine.emitting:
                     dispatcher.serve_deliveries(0.002)
                     return
                 else:

@@ -4,7 +4,7 @@ Each ``ActionEntry`` says how the action is built from a signal whose ``data`` p
 (``build(signal_id, data)``, which may still refuse it with a ``SignalError``: a regular expression
 that does not compile, which no JSON Schema keyword can state) and how it is applied
 (``handle(handler, action)``: a method of the ``ActionHandler``, the snapshot engine). ``parse_action``
-builds through ``ACTIONS[signal.type]``; the engine applies through ``entry_for(action)``. Adding an
+builds through ``ACTIONS[signal.type]``; the engine applies through ``apply_action`` (``entry_for(action)``). Adding an
 action is one entry here, its ``data`` in ``signal.schema.json`` and its method on the engine.
 
 The watermark types (``snapshot-window-open``/``-close``) are not actions of this registry: the
@@ -13,11 +13,12 @@ sidecar writes them itself and they reach the engine as ``WindowMarker``s, by po
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from signaller.errors import SignalError
+from signaller.errors import SignalError, SinkError, SourceError
 from signaller.patterns import ACCEPTED as _PATTERN_ACCEPTED
 from signaller.patterns import PatternError, compile_pattern
 from signaller.signals.model import (
@@ -31,6 +32,8 @@ from signaller.signals.model import (
     LogMessage,
     PauseSnapshot,
     ResumeSnapshot,
+    Signal,
+    SignalOutcome,
     SnapshotType,
     StopSnapshot,
 )
@@ -40,6 +43,7 @@ _REGEX_ACCEPTED = _PATTERN_ACCEPTED + ' (case-sensitive), e.g. "public\\\\.order
 _CONDITION_REGEX_ACCEPTED = _PATTERN_ACCEPTED + ' (case-insensitive), e.g. "public\\\\.orders"'
 
 A = TypeVar("A")
+log = logging.getLogger("signaller.snapshot")
 
 
 class ActionHandler(Protocol):
@@ -141,3 +145,27 @@ _BY_KIND: Mapping[type, ActionEntry[Any]] = {entry.kind: entry for entry in ACTI
 def entry_for(action: object) -> ActionEntry[Any] | None:
     """The registry entry of ``action`` (by its type), None for anything that is not a user action."""
     return _BY_KIND.get(type(action))
+
+
+def apply_action(handler: ActionHandler, signal: Signal, action: object) -> SignalOutcome:
+    """Hand a parsed user signal's ``action`` to ``handler``; a rejection carries the reason and changes nothing.
+
+    Never raises but ``SinkError`` (Kafka failing while the action emits): a problem with the signal is a
+    rejection with its reason; a database error a rejection "could not check the signal against the database:
+    ..."; anything unexpected a rejection naming the signal, with the traceback in the log."""
+    try:
+        entry = entry_for(action)
+        if entry is None:
+            raise SignalError(f"signal type {signal.type!r} cannot be sent by users", signal.id)
+        entry.handle(handler, action)
+    except SignalError as exc:
+        return SignalOutcome(signal.id, False, exc.reason)
+    except SourceError as exc:
+        return SignalOutcome(signal.id, False, f"could not check the signal against the database: {exc}")
+    except SinkError:
+        raise
+    except Exception as exc:
+        log.exception("signal %s (%s) could not be applied", signal.id, signal.type)
+        return SignalOutcome(signal.id, False, f"signal {signal.id!r} ({signal.type}) could not be applied: "
+                             f"internal error {type(exc).__name__}: {exc} (the sidecar logged the details)")
+    return SignalOutcome(signal.id, True)

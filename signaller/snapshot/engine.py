@@ -1,48 +1,35 @@
 """The incremental snapshot engine: Debezium's signal-based DBLog loop for one source.
 
-Single-threaded: the capture loop calls every method. The loop feeds it
+The capture loop calls every method, from its own thread. It feeds the engine signals (``apply``,
+answered with a ``SignalOutcome``), watermark markers as they come back through the log
+(``on_marker``; a window's close lets its READs go out) and every streamed row change
+(``on_stream_change``: it supersedes buffered rows with the chunk-key values of its before and after
+images, from the window's open marker until the row is emitted). When ``wants_chunk`` it calls
+``read_chunk``: the window's database work (open watermark, chunk SELECT, close watermark, always
+written; see ``reading``) runs on ``reads``, in the runtime a worker thread, so the stream never waits
+for a chunk query; the loop takes the result with ``poll_reads`` (while ``reading``), which also
+fetches a large chunk's rest (server-side cursor: ``FIRST_FETCH`` rows before the close watermark,
+then slices, while ``fetching``) ahead of the READs. As Debezium's, a window whose chunk comes back
+empty finishes its table and reads the next queued table's first chunk before its close watermark
+(one window, the first table's markers). A closed window's READs go out in slices between stream
+batches (``emit_pending``), a row only if no streamed change of its key was seen since the open
+marker. Chunk rows stay as the source's text until their slice is emitted. The durable state is
+``state`` (immutable; a new object after each change); it moves to the window's last key once the
+window's last READ was emitted; a read in flight at a restart is read again from there.
 
-* signals (``apply``) from any channel, answered with a ``SignalOutcome``;
-* watermark markers as they come back through the log (``on_marker``); a window's close lets its
-  READs go out;
-* every streamed row change (``on_stream_change``), which supersedes buffered rows with the same
-  chunk-key values (its before and after images) from the window's open marker until the row is
-  emitted;
-
-and asks it to read the next chunk (``read_chunk`` when ``wants_chunk``): open watermark
-(committed) → chunk SELECT → close watermark (always written, even when the query fails), and to
-emit a closed window's READs (``emit_pending``, a slice of at most the rows it is given, between
-stream batches, so a large window never holds up the stream: a row is emitted only if no streamed
-change of its key was seen since the open marker, so no READ ever follows a newer change of its
-row). Chunk rows stay as the source's text until their slice is emitted (one chunk of text rows
-in memory, never a chunk of decoded rows). A chunk reader with ``read_chunk_streaming`` (a
-server-side cursor) hands over a large chunk's first ``FIRST_FETCH`` rows before the close
-watermark and the rest in slices (``fetch_pending``, while ``fetching``), so no chunk query holds up
-the stream for long either. The durable state is ``state`` (immutable; a new object
-after each change); it moves to the window's last key once the window's last READ was emitted.
-
-Contracts: ``apply`` never raises (except a ``SinkError``, which is Kafka failing, not the signal):
-every problem becomes a rejected ``SignalOutcome`` with a reason. Every regular expression of a
-signal is matched with RE2 (``signaller.patterns``), in time linear in the table name. Every row a
-chunk SELECT read is either emitted or superseded by a streamed change; a table whose counts do not
-add up finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. Blocking snapshots read
-and emit one chunk at a time (memory bounded by two chunks).
-
-``emit_reads`` (optional) sends a slice of READ rows of one table in one call (the runtime's bulk
-path: no event object per row); without it each READ is a ``ChangeEvent`` given to ``emit``.
-
-Its parts: ``requests`` (the tables a signal queues), ``tables`` (a queued table's rows plan and chunk
-description, its row count), ``blocking`` (blocking
-snapshots), ``status`` (progress figures and the status page), ``window`` (the DBLog buffer),
-``state`` (what survives a restart), ``notifications``. The source is reached only through the
-interfaces of ``signaller.sources.base``: a ``ChunkReader`` (the SQL side) and a
-``TableSchemaProvider`` (what a table looks like, and how its chunk rows become the rows the stream
-produces); the engine is generic over the source's change type (what ``emit`` receives and
-``on_stream_change`` is given).
+Contracts: ``apply`` never raises (except a ``SinkError``: Kafka failing), every problem becomes a
+rejected ``SignalOutcome`` with a reason; signal patterns are matched with RE2. Every row a chunk
+SELECT read is either emitted or superseded by a streamed change; a table whose counts do not add up
+finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. ``emit_reads`` (optional) sends
+a slice of READ rows of one table in one call (the runtime's bulk path); else each READ is a
+``ChangeEvent`` given to ``emit``. Parts: ``requests``, ``tables``, ``blocking``, ``status``,
+``window``, ``reading``, ``finishing``, ``visibility``, ``state``, ``notifications``; the source only through
+``signaller.sources.base``'s ``ChunkReader`` and ``TableSchemaProvider`` (generic over its change type).
 """
-
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -50,9 +37,9 @@ from collections.abc import Callable
 from typing import Any, Generic
 
 from signaller.config import CaptureSection, SnapshotSection
-from signaller.errors import SignalError, SinkError, SourceError
+from signaller.errors import SignalError, SourceError
 from signaller.model import ChangeEvent, Op
-from signaller.signals.actions import entry_for
+from signaller.signals.actions import apply_action
 from signaller.signals.model import (
     ExecuteSnapshot,
     LogMessage,
@@ -66,10 +53,22 @@ from signaller.signals.model import (
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.blocking import BlockingSnapshot, Emit, Notify
 from signaller.snapshot.control import SidecarStatus
+from signaller.snapshot.finishing import account_window, finish_head, stop_tables
+from signaller.snapshot.reading import (
+    ChunkRequest,
+    ChunkResult,
+    InlineReads,
+    Pending,
+    Reads,
+    RestSlice,
+    fetch_rest,
+    read_window,
+)
 from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal_pattern, stopped_by
-from signaller.snapshot.state import FinishedTable, Key, QueuedTable, SnapshotState
-from signaller.snapshot.status import TableRuntime, build_status, key_text, progress_fields, scan_status
-from signaller.snapshot.tables import PreparedTable, TableCatalog, total_rows
+from signaller.snapshot.state import Key, QueuedTable, SnapshotState
+from signaller.snapshot.status import TableRuntime, build_status, in_progress, key_text, scan_status
+from signaller.snapshot.tables import PreparedTable, TableCatalog, start_table
+from signaller.snapshot.visibility import RecentChanges
 from signaller.snapshot.window import Window, row_identity
 from signaller.sources.base import (
     ChangeT,
@@ -85,8 +84,9 @@ from signaller.sources.base import (
 log = logging.getLogger("signaller.snapshot")
 FIRST_FETCH = 1024
 """Rows of a chunk read before its close watermark when the chunk reader streams chunks; the rest
-follows in slices."""
-MAX_FINISHED = 100
+follows in slices of ``FETCH_ROWS``, fetched ahead while fewer than ``FETCH_AHEAD`` rows wait."""
+FETCH_ROWS = 1024
+FETCH_AHEAD = 2048
 
 ReadEmitter = Callable[[TableRows[Any], list[dict[str, Any]], int | None, int | None], object]
 """Sends READ rows of one table at window position ``(last_commit_lsn, lsn)``, in order (the runtime's
@@ -111,6 +111,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         notify: Notify,
         compile_filter: FilterCompiler,
         emit_reads: ReadEmitter | None = None,
+        reads: Reads | None = None,
     ) -> None:
         self._settings = settings
         self._capture = capture
@@ -141,7 +142,17 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self.rows_emitted = 0
         self._read_only = settings.read_only
         self._visible: TransactionVisibility | None = None
+        self._recent = RecentChanges()
         self._high_lsn = 0
+        self._reads: Reads = reads or InlineReads()
+        self._job: Pending[ChunkResult | RestSlice] | None = None
+        self._job_lower: Key | None = None
+        self._window_request: ChunkRequest | None = None
+
+    def close(self) -> None:
+        """Wait for the read in flight (its result is dropped: a new session reads the chunk again from the
+        stored last key) and stop the reads' worker; never raises."""
+        self._reads.close()
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -184,7 +195,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     @property
     def wants_chunk(self) -> bool:
         """Whether the loop should call ``read_chunk`` now: a chunk is due and no window awaits its close marker."""
-        return self._need_chunk and not self._window.pending
+        return self._need_chunk and not self._window.pending and self._job is None
 
     # -- signals --------------------------------------------------------------------------
     def apply(self, signal: Signal, action: object) -> SignalOutcome:
@@ -194,27 +205,13 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         the signal is a rejection with its reason; a database error a rejection "could not check the
         signal against the database: ..."; anything unexpected a rejection naming the signal, with the
         traceback in the log."""
-        try:
-            entry = entry_for(action)
-            if entry is None:
-                raise SignalError(f"signal type {signal.type!r} cannot be sent by users", signal.id)
-            entry.handle(self, action)
-        except SignalError as exc:
-            return SignalOutcome(signal.id, False, exc.reason)
-        except SourceError as exc:
-            return SignalOutcome(signal.id, False, f"could not check the signal against the database: {exc}")
-        except SinkError:
-            raise
-        except Exception as exc:
-            log.exception("signal %s (%s) could not be applied", signal.id, signal.type)
-            return SignalOutcome(signal.id, False, f"signal {signal.id!r} ({signal.type}) could not be applied: "
-                                 f"internal error {type(exc).__name__}: {exc} (the sidecar logged the details)")
-        return SignalOutcome(signal.id, True)
+        return apply_action(self, signal, action)
 
     def execute_snapshot(self, action: ExecuteSnapshot) -> None:
         """The ``execute-snapshot`` action (``ActionHandler``)."""
         queued = self._requests.queue(action)
         if action.snapshot_type == "blocking":
+            self._settle()  # the chunk reader is the blocking snapshot's alone while it runs
             self.rows_emitted += self._blocking.run(queued, self.chunk_size)
             return
         was_running = self._state.running
@@ -236,8 +233,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             signal_pattern(pattern, f"data-collections[{index}]", action.signal_id)
         self._pending_stops.append(action.data_collections or (".*",))
         if self._window.closed:  # the closed window's READs go out first, as when they were emitted at its close
-            while self.fetching:
-                self.fetch_pending(self.chunk_size)
+            self._settle(whole_chunk=True)
             if self.emitting:
                 self.emit_pending(len(self._window))
         if not self._window.pending:
@@ -245,22 +241,20 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def pause_snapshot(self, action: PauseSnapshot) -> None:
         """The ``pause-snapshot`` action (``ActionHandler``)."""
-        if not self._state.running:
-            raise SignalError("no incremental snapshot is running", action.signal_id)
-        if not self._state.paused:
-            self._state = self._state.with_changes(paused=True)
-            self._notify(notes.make("PAUSED", self._state.correlation_id, self._topic_prefix,
-                                    data_collections=self._collections()))
+        self._set_paused(action.signal_id, True)
 
     def resume_snapshot(self, action: ResumeSnapshot) -> None:
         """The ``resume-snapshot`` action (``ActionHandler``)."""
+        self._set_paused(action.signal_id, False)
+
+    def _set_paused(self, signal_id: str, paused: bool) -> None:
         if not self._state.running:
-            raise SignalError("no incremental snapshot is running", action.signal_id)
-        if self._state.paused:
-            self._state = self._state.with_changes(paused=False)
-            self._notify(notes.make("RESUMED", self._state.correlation_id, self._topic_prefix,
+            raise SignalError("no incremental snapshot is running", signal_id)
+        if self._state.paused != paused:
+            self._state = self._state.with_changes(paused=paused)
+            self._notify(notes.make("PAUSED" if paused else "RESUMED", self._state.correlation_id, self._topic_prefix,
                                     data_collections=self._collections()))
-            self._need_chunk = True
+            self._need_chunk = self._need_chunk or not paused
 
     def log_message(self, action: LogMessage) -> None:
         """The ``log`` action (``ActionHandler``): ``{}`` in the message becomes the current offsets."""
@@ -273,20 +267,30 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def on_stream_change(self, change: ChangeT) -> None:
         """Deduplicate: a streamed change evicts the buffered rows with the chunk-key values of its
         before and of its after image (read-only mode: only a change the chunk's snapshot did not
-        see). Each image supersedes at most one row: any further row it removes is counted as lost."""
+        see; every change is also kept in ``RecentChanges`` and matched when the next read returns, for a
+        change streamed before its transaction was visible). Each image supersedes at most one row: any
+        further row it removes is counted as lost."""
+        if self._read_only:
+            self._recent.add(change.event)
         window = self._window
         if window.watching:
             event = change.event
             table = str(event.table)
             if table != window.table:
+                window.hold(table, event)  # the window may move on to that table (an empty chunk)
                 return
-            if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
-                return
-            for image in (event.before, event.after):
-                if image is not None:
-                    identity = row_identity(image, self._window_keys)
-                    if identity is not None:
-                        window.on_stream_key(table, identity)
+            if not self._read_only or self._visible is not None:  # else matched once the read returns
+                self._supersede(event)
+
+    def _supersede(self, event: ChangeEvent) -> None:
+        if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
+            return
+        table = str(event.table)
+        for image in (event.before, event.after):
+            if image is not None:
+                identity = row_identity(image, self._window_keys)
+                if identity is not None:
+                    self._window.on_stream_key(table, identity)
 
     def on_position(self, lsn: int, position: tuple[int | None, int | None]) -> None:
         """Read-only mode: the log has been read up to ``lsn``; once past the chunk's high
@@ -306,7 +310,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if not self._window.close(marker.signal_id):
             log.debug("ignoring window-close marker %s of another chunk", marker.signal_id)
             return
-        self._visible, self._high_lsn = None, 0
+        self._high_lsn = 0
         self._window_position = position
         if self._window.done:
             self._end_window()
@@ -363,91 +367,156 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._window_emitted = 0
         head = self._state.queue[0] if self._state.queue else None
         if head is not None and head.table in self._prepared:
-            runtime = self._runtime.setdefault(head.table, TableRuntime())
-            runtime.rows_emitted += emitted
-            runtime.rows_evicted += evicted
-            queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id,
-                                 head.rows + emitted, head.started_at), *self._state.queue[1:])
-            self._state = self._state.with_changes(queue=queue, last_key=self._chunk_end)
+            self._state = account_window(self._state, self._runtime.setdefault(head.table, TableRuntime()), emitted,
+                                         evicted, self._chunk_end)
         self._after_window()
 
     def _after_window(self) -> None:
         self._need_chunk = self._state.running
-        if self._pending_stops:
-            self._apply_stops()
+        self._apply_stops()
 
     # -- reading a chunk ------------------------------------------------------------------
     def read_chunk(self) -> None:
-        """One window: open marker, chunk SELECT, close marker (always, even on errors)."""
+        """Start the next window: its read (``reading.read_window``: open watermark, chunk query, close watermark)
+        goes to ``reads``; ``poll_reads`` takes its result. The window waits for its rows from the open marker
+        on (read-only mode: it is open at once, its stream changes matched once the read's visibility is known)."""
         self._need_chunk = False
         self._apply_stops()
         if not self._state.running or self._state.paused:
             return
-        chunk_id = str(uuid.uuid4())
-        if self._read_only:
-            self._read_chunk_read_only(chunk_id)
+        first, correlation = self._state.queue[0].table, self._state.correlation_id  # the window's, as Debezium's
+        prepared = self._next_table()  # a skipped table's window still opens and closes (not in read-only mode)
+        if prepared is None and self._read_only:
             return
-        opened = time.time()
-        metadata: dict[str, Any] = {"openWindowTimestamp": notes.java_instant(opened),
-                                    "correlationId": self._state.correlation_id,
-                                    "dataCollectionId": self._state.queue[0].table}
-        self._chunks.write_marker(chunk_id, True, metadata)
-        filled = False
-        try:
-            filled = self._fill_window(chunk_id)
-        finally:
-            if not filled:
-                self._window.expect(chunk_id)
-            close = {"openWindowTimestamp": metadata["openWindowTimestamp"],
-                     "closeWindowTimestamp": notes.java_instant(time.time()),
-                     "correlationId": metadata["correlationId"], "dataCollectionId": metadata["dataCollectionId"]}
-            self._chunks.write_marker(chunk_id, False, close)
+        streamed = not self._read_only and self.chunk_size > FIRST_FETCH
+        chunk = None if prepared is None else prepared.chunk
+        request = ChunkRequest(str(uuid.uuid4()), chunk, self._chunk_end, self._state.max_key, self.chunk_size,
+                               self._read_only, FIRST_FETCH if streamed else None, correlation, first)
+        later = frozenset() if self._read_only else frozenset(q.table for q in self._state.queue[1:])
+        table = "" if prepared is None else str(prepared.info.table_id)
+        self._window.fill(request.chunk_id, table, (), complete=False, later=later)
+        if self._read_only:
+            self._visible, self._high_lsn = None, 0
+            self._window.open(request.chunk_id)
+        self._start_read(prepared, request)
+        self.poll_reads()
 
-    def _read_chunk_read_only(self, chunk_id: str) -> None:
-        """``read.only=true``: no watermark rows; the window is the chunk's MVCC snapshot plus
-        the log position after the read (see ``ChunkReader.read_chunk_visible``)."""
-        self._visible, self._high_lsn = None, 0
-        if self._fill_window(chunk_id):
-            self._window.open(chunk_id)
+    def _start_read(self, prepared: PreparedTable[ChangeT] | None, request: ChunkRequest) -> None:
+        self._window_keys, self._window_emitted = () if prepared is None else tuple(n for n, _ in prepared.chunk.key), 0
+        self._job_lower, self._window_request = request.lower, request
+        self._job = self._reads.submit(functools.partial(read_window, self._chunks, request))
 
-    def _select(self, prepared: PreparedTable[ChangeT], lower: Key | None) -> list[RawRow]:
-        if not self._read_only:
-            streaming = getattr(self._chunks, "read_chunk_streaming", None)
-            if streaming is None or self.chunk_size <= FIRST_FETCH:
-                return self._chunks.read_chunk(prepared.chunk, lower, self._state.max_key, self.chunk_size)
-            rows, self._rest = streaming(prepared.chunk, lower, self._state.max_key, self.chunk_size, FIRST_FETCH)
-            return rows  # type: ignore[no-any-return]
-        rows, visible, high = self._chunks.read_chunk_visible(prepared.chunk, lower, self._state.max_key,
-                                                              self.chunk_size)
-        self._visible, self._high_lsn = visible, high
-        return rows
+    def _continue_window(self, opened: str) -> None:
+        """The head's chunk came back empty (it is finished) and its window is still open: as Debezium, the next
+        queued table (prepared here, no read in flight) has its first chunk read in the same window, whose markers
+        keep the first table's metadata; with no table left, the window closes."""
+        first, prepared = self._window_request, self._next_table()
+        assert first is not None
+        later = frozenset(q.table for q in self._state.queue[1:])
+        request = dataclasses.replace(first, table=None if prepared is None else prepared.chunk, lower=self._chunk_end,
+                                      upper=self._state.max_key, opened=opened)
+        held = self._window.switch_table("" if prepared is None else str(prepared.info.table_id), later)
+        self._start_read(prepared, request)
+        for event in held:  # its changes streamed since the open marker, as if the window had been its own
+            self._supersede(event)
 
-    def _fill_window(self, chunk_id: str) -> bool:
+    def _next_table(self) -> PreparedTable[ChangeT] | None:
+        """The head table, prepared; tables that cannot be read are finished on the way."""
         while self._state.queue:
-            head = self._state.queue[0]
             try:
-                prepared = self._prepare(head)
-                if prepared is None:
-                    continue
-                started = time.monotonic()
-                lower = self._chunk_end
-                rows = self._select(prepared, lower)
-                runtime = self._runtime.setdefault(head.table, TableRuntime())
-                runtime.chunks += 1
-                runtime.chunk_seconds = time.monotonic() - started
+                prepared = self._prepare(self._state.queue[0])
             except (ChunkQueryError, SourceError) as exc:
-                log.warning("incremental snapshot of %s failed: %s", head.table, exc)
+                log.warning("incremental snapshot of %s failed: %s", self._state.queue[0].table, exc)
                 self._finish_table("SQL_EXCEPTION")
                 continue
-            if not rows:
-                self._finish_table(self._scan_status(head.table))
-                continue
-            self._buffer(chunk_id, head, prepared, rows, lower)
-            return True
-        return False
+            if prepared is not None:
+                return prepared
+        return None
 
-    def _scan_status(self, table: str) -> str:
-        return scan_status(table, self._runtime.get(table))
+    @property
+    def awaiting_position(self) -> bool:
+        """Read-only mode: the window's rows are read and it waits for the log to pass its high watermark."""
+        return self._read_only and self._window.pending and not self._window.closed and self._high_lsn > 0
+
+    @property
+    def reading(self) -> bool:
+        """A read (a chunk or a slice of one) is in flight: call ``poll_reads`` soon."""
+        return self._job is not None
+
+    def poll_reads(self) -> None:
+        """Take the result of a finished read, if any (and of the reads it started, once done), and start fetching
+        the next slice of a streamed chunk while fewer than ``FETCH_AHEAD`` of its rows wait. Call from the loop's
+        thread, between stream batches. Raises what a watermark write raised (``SourceError``)."""
+        while self._collect(wait=False):
+            pass
+        if self._job is None and self._rest is not None and len(self._window) < FETCH_AHEAD:
+            self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, FETCH_ROWS))
+            self._collect(wait=False)
+
+    def _settle(self, *, whole_chunk: bool = False) -> None:
+        """Wait for the read in flight and take its result; with ``whole_chunk``, also the rest of the chunk."""
+        while self._job is not None or (whole_chunk and self._rest is not None):
+            if self._job is None and self._rest is not None:
+                self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, FETCH_ROWS))
+            self._collect(wait=True)
+
+    def _collect(self, *, wait: bool) -> bool:
+        job = self._job
+        if job is None or not (wait or job.done()):
+            return False
+        self._job, result = None, job.result()
+        head = self._state.queue[0] if self._state.queue else None
+        prepared = self._prepared.get(head.table) if head else None
+        if head is None or prepared is None:  # a window with no table left to read was closed: it is complete
+            for rest in (self._rest, getattr(result, "rest", None)):
+                if rest is not None:
+                    rest.close()
+            self._rest = None
+            self._window.complete_chunk()
+            if self._window.done:
+                self._end_window()
+            return True
+        runtime = self._runtime.setdefault(head.table, TableRuntime())
+        if isinstance(result, ChunkResult):
+            self._chunk_result(head, prepared, self._job_lower, runtime, result)
+        else:
+            self._rest_result(head, prepared, runtime, result)
+        if self._window.done:
+            self._end_window()
+        return True
+
+    def _chunk_result(self, head: QueuedTable, prepared: PreparedTable[ChangeT], lower: Key | None,
+                      runtime: TableRuntime, result: ChunkResult) -> None:
+        runtime.chunks += 1
+        runtime.chunk_seconds = result.seconds
+        if result.open_since is None:
+            self._window.settle_table()
+        if result.error is not None or not result.rows:
+            if result.error is not None:
+                log.warning("incremental snapshot of %s failed: %s", head.table, result.error)
+            status = "SQL_EXCEPTION" if result.error is not None else scan_status(head.table, runtime)
+            self._finish_table(status)
+            if self._read_only:  # no markers to wait for: the next window may start
+                self._window.finish()
+                self._after_window()
+            elif result.open_since is not None:  # the next table's first chunk, in the same window
+                self._continue_window(result.open_since)
+            else:  # the markers still open and close the (empty) window
+                self._window.complete_chunk()
+            return
+        if self._read_only:
+            self._visible, self._high_lsn = result.visible, result.high
+            if result.visible is not None:  # whenever streamed: before the window opened too (``visibility``)
+                for event in self._recent.unseen_by(result.visible):
+                    self._supersede(event)
+        self._window.extend(result.rows)
+        runtime.rows_read += len(result.rows)
+        self._rest = result.rest
+        if self._rest is not None:
+            self._rest_lower, self._rest_last = lower, result.rows[-1]
+            return
+        self._window.complete_chunk()
+        self._chunk_read(head, prepared, result.rows[-1], lower)
 
     def _prepare(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
         """Schema and max key of the head table (once per table); None if it was skipped."""
@@ -462,70 +531,38 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._runtime.setdefault(head.table, TableRuntime()).estimated_rows = prepared.info.estimated_rows
         if self._state.max_key is None:
             runtime = self._runtime.setdefault(head.table, TableRuntime())
-            runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
-            max_key = self._chunks.max_key(prepared.chunk)
-            if max_key is None:
+            started = start_table(self._chunks, prepared, self._state, runtime)
+            if started is None:
                 self._finish_table("EMPTY")
                 return None
-            runtime.total_rows = total_rows(self._chunks, prepared, head, max_key)
-            started = head.started_at or time.time()
-            queue = (QueuedTable(head.table, head.filter, head.surrogate_key, head.correlation_id, head.rows, started),
-                     *self._state.queue[1:])
-            self._state = self._state.with_changes(max_key=max_key, queue=queue)
+            self._state = started
         return prepared
-
-    def _buffer(self, chunk_id: str, head: QueuedTable, prepared: PreparedTable[ChangeT], rows: list[RawRow],
-                lower: Key | None) -> None:
-        self._window_keys = tuple(name for name, _ in prepared.chunk.key)
-        self._window_emitted = 0
-        self._window.fill(chunk_id, str(prepared.info.table_id), rows, complete=self._rest is None)
-        self._runtime.setdefault(head.table, TableRuntime()).rows_read += len(rows)
-        if self._rest is not None:
-            self._rest_lower, self._rest_last = lower, rows[-1]
-            return
-        self._chunk_read(head, prepared, rows[-1], lower)
 
     @property
     def fetching(self) -> bool:
-        """The current chunk's rest waits to be fetched (``fetch_pending``)."""
+        """The current chunk's rest waits to be fetched (``poll_reads`` fetches it, a slice at a time)."""
         return self._rest is not None
 
-    def fetch_pending(self, max_rows: int) -> int:
-        """Fetch the next slice, at most ``max_rows`` rows, of the chunk being read (call between stream batches,
-        while ``fetching``); returns the rows fetched. A failed fetch abandons the window and finishes the table
-        ``SQL_EXCEPTION``, as a failed chunk query does."""
-        rest = self._rest
-        head = self._state.queue[0] if self._state.queue else None
-        prepared = self._prepared.get(head.table) if head else None
-        if rest is None:
-            return 0
-        if head is None or prepared is None:
-            rest.close()
-            self._rest = None
-            self._window.complete_chunk()
-            return 0
-        try:
-            rows = rest.fetch(max_rows)
-        except (ChunkQueryError, SourceError) as exc:
-            log.warning("incremental snapshot of %s failed: %s", head.table, exc)
-            self._rest = None
+    def _rest_result(self, head: QueuedTable, prepared: PreparedTable[ChangeT], runtime: TableRuntime,
+                     result: RestSlice) -> None:
+        """A slice of the chunk's rest (the last completes it); a failed fetch ends the table ``SQL_EXCEPTION``."""
+        if result.error is not None:
+            log.warning("incremental snapshot of %s failed: %s", head.table, result.error)
+            self._rest, self._window_emitted = None, 0
             self._window.finish()
-            self._window_emitted = 0
             self._finish_table("SQL_EXCEPTION")
             self._after_window()
-            return 0
+            return
+        rows = result.rows
         if rows:
             self._window.extend(rows)
             self._rest_last = rows[-1]
-            self._runtime.setdefault(head.table, TableRuntime()).rows_read += len(rows)
-        if len(rows) < max_rows:
+            runtime.rows_read += len(rows)
+        if len(rows) < FETCH_ROWS:
             self._rest = None
             self._window.complete_chunk()
             assert self._rest_last is not None
             self._chunk_read(head, prepared, self._rest_last, self._rest_lower)
-            if self._window.done:
-                self._end_window()
-        return len(rows)
 
     def _chunk_read(self, head: QueuedTable, prepared: PreparedTable[ChangeT], last: RawRow,
                     lower: Key | None) -> None:
@@ -533,37 +570,15 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._chunk_end = tuple(last[len(prepared.chunk.columns):])
         runtime = self._runtime.setdefault(head.table, TableRuntime())
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
-        self._notify(notes.make(
-            "IN_PROGRESS", self._state.correlation_id, self._topic_prefix,
-            data_collections=self._collections(), current_collection_in_progress=head.table,
-            maximum_key=key_text(self._state.max_key) or '"<null>"',
-            last_processed_key=key_text(self._chunk_end) or "",
-            **progress_fields(self._runtime.get(head.table), self.chunk_size),
-        ))
+        self._notify(in_progress(self._state, self._chunk_end, runtime, self.chunk_size, self._topic_prefix))
 
     def _finish_table(self, status: str, *, announce: bool = True) -> None:
-        head = self._state.queue[0]
-        collections = self._collections()
-        done = FinishedTable(head.table, status, head.rows, head.started_at, time.time(), head.correlation_id,
-                             head.filter)
-        self._state = self._state.with_changes(
-            queue=self._state.queue[1:], max_key=None, last_key=None,
-            finished=(*self._state.finished, done)[-MAX_FINISHED:],
-        )
+        table = self._state.queue[0].table
+        self._state, sent = finish_head(self._state, status, self._runtime.get(table), self._topic_prefix, announce)
         self._chunk_end = None
-        self._prepared.pop(head.table, None)
-        runtime = self._runtime.get(head.table)
-        total = {} if runtime is None or runtime.total_rows is None else {"total_rows": str(runtime.total_rows)}
-        if runtime is not None:
-            runtime.total_rows = None
-        if announce:
-            self._notify(notes.make("TABLE_SCAN_COMPLETED", self._state.correlation_id, self._topic_prefix,
-                                    data_collections=collections, scanned_collection=head.table,
-                                    total_rows_scanned=str(head.rows), status=status, **total))
-        log.info("incremental snapshot of %s: %s, %d rows", head.table, status, head.rows)
-        if not self._state.queue:
-            self._notify(notes.make("COMPLETED", self._state.correlation_id, self._topic_prefix))
-            self._state = self._state.with_changes(correlation_id=None, paused=False)
+        self._prepared.pop(table, None)
+        for note in sent:
+            self._notify(note)
 
     def _apply_stops(self) -> None:
         while self._pending_stops and not self._window.pending:
@@ -571,19 +586,13 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             if not stopped:
                 continue
             correlation = self._state.correlation_id
-            head_stopped = bool(self._state.queue) and self._state.queue[0] in stopped
-            if head_stopped:
+            if self._state.queue and self._state.queue[0] in stopped:
                 self._finish_table("ABORTED", announce=False)
-            remaining = tuple(q for q in self._state.queue if q not in stopped)
-            self._state = self._state.with_changes(queue=remaining)
-            if not remaining:
-                # Nothing left: the snapshot is over, as when its last table finishes (a pause does not
-                # outlive it, or the next execute-snapshot would start paused).
-                self._state = self._state.with_changes(max_key=None, last_key=None, correlation_id=None,
-                                                       paused=False)
+            self._state, sent = stop_tables(self._state, stopped, correlation, self._topic_prefix)
+            if not self._state.queue:
                 self._chunk_end = None
-            self._notify(notes.make("ABORTED", correlation, self._topic_prefix,
-                                    data_collections=",".join(q.table for q in stopped)))
+            for note in sent:
+                self._notify(note)
 
     # -- status ---------------------------------------------------------------------------
     def status(self) -> SidecarStatus:

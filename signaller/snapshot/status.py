@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarStatus, TableProgress
 from signaller.snapshot.state import Key, SnapshotState
 
@@ -50,6 +51,17 @@ def progress_fields(runtime: TableRuntime | None, chunk_size: int) -> dict[str, 
     total_chunks = -(-runtime.total_rows // chunk_size)
     index = min(-(-runtime.rows_read // chunk_size), total_chunks)
     return {"total_rows": str(runtime.total_rows), "total_chunks": str(total_chunks), "chunk_index": str(index)}
+
+
+def in_progress(state: SnapshotState, chunk_end: Key | None, runtime: TableRuntime | None, chunk_size: int,
+                topic_prefix: str) -> notes.Notification:
+    """Debezium's ``IN_PROGRESS`` notification after the head table's chunk up to ``chunk_end`` was read."""
+    return notes.make(
+        "IN_PROGRESS", state.correlation_id, topic_prefix,
+        data_collections=",".join(q.table for q in state.queue), current_collection_in_progress=state.queue[0].table,
+        maximum_key=key_text(state.max_key) or '"<null>"', last_processed_key=key_text(chunk_end) or "",
+        **progress_fields(runtime, chunk_size),
+    )
 
 
 def build_status(state: SnapshotState, runtimes: dict[str, TableRuntime], chunk_size: int) -> SidecarStatus:

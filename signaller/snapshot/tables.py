@@ -12,14 +12,17 @@ for a surrogate key the table cannot be chunked by.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Generic
 
 from signaller.config import CaptureSection
 from signaller.errors import SignalError, SourceError
 from signaller.model import TableId
-from signaller.snapshot.state import Key, QueuedTable
+from signaller.snapshot.state import Key, QueuedTable, SnapshotState
+from signaller.snapshot.status import TableRuntime
 from signaller.sources.base import (
     ChangeT,
     ChunkQueryError,
@@ -104,3 +107,19 @@ def total_rows(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTa
     except (ChunkQueryError, SourceError) as exc:
         log.warning("could not count the rows of %s (progress will omit totals): %s", head.table, exc)
         return None
+
+
+def start_table(chunks: ChunkReader, prepared: PreparedTable[Any], state: SnapshotState,
+                runtime: TableRuntime) -> SnapshotState | None:
+    """The head table's snapshot starts (or starts again after a restart): its maximum key (kept in the returned
+    state, with the head's start time) and ``runtime``'s total (see ``total_rows``; its counts start at zero);
+    None if the table has no row (the caller finishes it ``EMPTY``). Raises what the queries raise
+    (``ChunkQueryError``, ``SourceError``)."""
+    head = state.queue[0]
+    runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
+    max_key = chunks.max_key(prepared.chunk)
+    if max_key is None:
+        return None
+    runtime.total_rows = total_rows(chunks, prepared, head, max_key)
+    queue = (dataclasses.replace(head, started_at=head.started_at or time.time()), *state.queue[1:])
+    return state.with_changes(max_key=max_key, queue=queue)

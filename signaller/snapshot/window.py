@@ -20,6 +20,11 @@ drops a row, even if two rows share an identity; ``evicted`` counts the identiti
 at least one row and ``dropped`` the rows dropped, so the caller can account for every row read (a
 stream image supersedes exactly one row; more than one means the identity was ambiguous and rows
 were lost).
+
+A chunk that comes back empty leaves the window open for the next queued table's first chunk (as
+Debezium): while that may happen, streamed changes of the ``later`` tables (given to ``fill``) are
+held (``hold``); ``switch_table`` moves the window to the next table and hands back that table's
+held changes, to be recorded with its key.
 """
 
 from __future__ import annotations
@@ -46,14 +51,39 @@ class Window(Generic[Row]):
         self._next = 0
         self._seen: set[Hashable] = set()
         self._matched: set[Hashable] = set()
+        self.later: frozenset[str] = frozenset()
+        self._held: list[tuple[str, Any]] = []
 
-    def fill(self, chunk_id: str, table: str, rows: Iterable[Row], *, complete: bool = True) -> None:
+    def fill(self, chunk_id: str, table: str, rows: Iterable[Row], *, complete: bool = True,
+             later: frozenset[str] = frozenset()) -> None:
         """Buffer a chunk (rows in chunk order) for ``chunk_id``; keeps every row. With ``complete=False`` more
-        rows of the chunk follow (``extend``) until ``complete_chunk``."""
+        rows of the chunk follow (``extend``) until ``complete_chunk``; ``later``: the tables the window may move
+        on to if the chunk comes back empty (``hold``, ``switch_table``)."""
         self.chunk_id, self.table, self.is_open, self.closed = chunk_id, table, False, False
-        self.complete = complete
+        self.complete, self.later, self._held = complete, later, []
         self._rows, self._next, self._seen, self._matched = list(rows), 0, set(), set()
         self.evicted = self.dropped = 0
+
+    def hold(self, table: str, change: Any) -> None:
+        """A streamed change of ``table`` (not the window's) while the window is open: kept if ``table`` is one
+        the window may move on to (``later``), in stream order."""
+        if self.is_open and table in self.later:
+            self._held.append((table, change))
+
+    def settle_table(self) -> None:
+        """The chunk has rows (or failed): the window stays with its table; held changes are dropped."""
+        self.later, self._held = frozenset(), []
+
+    def switch_table(self, table: str, later: frozenset[str]) -> list[Any]:
+        """The chunk came back empty and the window, still the same (open or not, its markers), now reads
+        ``table``'s first chunk: identities recorded for the old table are forgotten; returns the changes of
+        ``table`` held since the open marker, in stream order (the caller records them with its key); from now
+        on changes of ``later`` are held."""
+        held = [change for name, change in self._held if name == table]
+        self.table, self.later, self._held = table, later, []
+        self._rows, self._next, self._seen, self._matched = [], 0, set(), set()
+        self.complete = False
+        return held
 
     def extend(self, rows: Iterable[Row]) -> None:
         """More rows of the chunk being read, in chunk order."""
@@ -130,6 +160,7 @@ class Window(Generic[Row]):
         next ``fill``."""
         self._rows, self._next, self._seen, self._matched = [], 0, set(), set()
         self.chunk_id, self.table, self.is_open, self.closed, self.complete = None, None, False, False, True
+        self.later, self._held = frozenset(), []
 
     def __len__(self) -> int:
         return len(self._rows) - self._next

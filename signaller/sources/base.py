@@ -279,11 +279,22 @@ class SourceMessage:
     last_commit_lsn: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaChangeRecords:
+    """A stream item: a source's schema change records (binlog sources: a DDL statement, or the start-up schema
+    snapshot), already rendered as ``(topic, key, value)`` and sent in order, outside any transaction. Once they
+    are in Kafka, ``end_lsn`` is a position a restart may resume after (the source knows its offset keys)."""
+
+    records: tuple[tuple[str, bytes | None, bytes | None], ...]
+    end_lsn: int
+
+
 class LogReader(Protocol[ItemT_co]):
     """The change stream: row changes and transaction boundaries, in commit order.
 
     Items are :class:`TransactionBegin`, the transaction's row changes (the source's
-    :class:`SourceChange` type), :class:`TransactionCommit`, and :class:`SourceMessage` items.
+    :class:`SourceChange` type), :class:`TransactionCommit`, :class:`SourceMessage` and (binlog sources)
+    :class:`SchemaChangeRecords` items.
 
     Lifecycle: :meth:`open` → repeated :meth:`poll` → :meth:`acknowledge` as Kafka confirms →
     :meth:`close`. Positions are the source's, as integers ordered like the log (PostgreSQL: the
@@ -313,6 +324,12 @@ class LogReader(Protocol[ItemT_co]):
     def last_commit(self) -> int | None:
         """The end position of the newest transaction fully read (Debezium's ``lastCommitLsn``);
         None before the first one of a session that started from the source's own position."""
+        ...
+
+    def request_position(self) -> None:
+        """Ask the source to report its log position soon (it comes through :attr:`stream_end` at a later
+        :meth:`poll`), even with nothing to stream; calls closer together than the source's minimum interval
+        do nothing. Moves no durable position."""
         ...
 
     def acknowledge(self, position: int, /) -> None:
@@ -377,6 +394,12 @@ class Source(Protocol[ChangeT_co]):
         None for the wire format's built-in layout (PostgreSQL's ``io.debezium.connector.postgresql.Source``).
         Typed ``Any`` here because this module imports nothing from the wire format."""
         ...
+
+    @property
+    def schema_snapshot_taken(self) -> bool:
+        """Whether opening :attr:`log` took a start-up schema snapshot (binlog sources on a first start: Debezium
+        then says Initial Snapshot STARTED/COMPLETED rather than SKIPPED). Valid once the log is open."""
+        return False
 
     @property
     def debezium_release(self) -> str | None:

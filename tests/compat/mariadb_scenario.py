@@ -48,7 +48,24 @@ TYPES_COLUMNS = (
     "c_text_latin1 TEXT CHARACTER SET latin1, "
     "c_binary BINARY(4), c_varbinary VARBINARY(16), c_tinyblob TINYBLOB, c_blob BLOB, c_longblob LONGBLOB, "
     "c_geometry GEOMETRY, c_point POINT, c_linestring LINESTRING, c_polygon POLYGON, "
-    "c_uuid UUID"
+    "c_uuid UUID, "
+    "c_decimal_max DECIMAL(65,30), c_decimal_u DECIMAL(8,2) UNSIGNED, c_bit8 BIT(8), "
+    "c_timestamp3 TIMESTAMP(3) NULL DEFAULT NULL, "
+    "c_tinytext TINYTEXT, c_longtext LONGTEXT, c_mediumblob MEDIUMBLOB, "
+    "c_char_ascii CHAR(8) CHARACTER SET ascii, c_char_binary CHAR(4) CHARACTER SET binary, "
+    "c_char_utf8mb3 CHAR(10) CHARACTER SET utf8mb3, "
+    "c_varchar_latin2 VARCHAR(20) CHARACTER SET latin2, c_varchar_cp1250 VARCHAR(20) CHARACTER SET cp1250, "
+    "c_varchar_cp1251 VARCHAR(20) CHARACTER SET cp1251, c_text_cp1251 TEXT CHARACTER SET cp1251, "
+    "c_varchar_koi8r VARCHAR(20) CHARACTER SET koi8r, c_varchar_greek VARCHAR(20) CHARACTER SET greek, "
+    "c_varchar_hebrew VARCHAR(20) CHARACTER SET hebrew, c_varchar_latin5 VARCHAR(20) CHARACTER SET latin5, "
+    "c_varchar_sjis VARCHAR(20) CHARACTER SET sjis, c_varchar_ujis VARCHAR(20) CHARACTER SET ujis, "
+    "c_varchar_gbk VARCHAR(20) CHARACTER SET gbk, c_varchar_gb2312 VARCHAR(20) CHARACTER SET gb2312, "
+    "c_varchar_big5 VARCHAR(20) CHARACTER SET big5, c_varchar_euckr VARCHAR(20) CHARACTER SET euckr, "
+    "c_varchar_tis620 VARCHAR(20) CHARACTER SET tis620, "
+    "c_varchar_ucs2 VARCHAR(20) CHARACTER SET ucs2, c_varchar_utf16 VARCHAR(20) CHARACTER SET utf16, "
+    "c_varchar_utf16le VARCHAR(20) CHARACTER SET utf16le, c_varchar_utf32 VARCHAR(20) CHARACTER SET utf32, "
+    "c_multipoint MULTIPOINT, c_multilinestring MULTILINESTRING, c_multipolygon MULTIPOLYGON, "
+    "c_geometrycollection GEOMETRYCOLLECTION"
 )
 """Every MariaDB 10.11 column type (``BOOLEAN`` is ``TINYINT(1)``, ``JSON`` a checked ``LONGTEXT``) but
 ``INET6``/``INET4``: Debezium's MariaDB DDL parser (3.5.0.Final) stops the connector on them
@@ -67,7 +84,16 @@ _FULL = (
     "x'0001feff', x'00ff', x'de', x'cafebabe', x'00', "
     "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))'), ST_GeomFromText('POINT(1.5 -2.25)'), "
     "ST_GeomFromText('LINESTRING(0 0,1 1,2 1)'), ST_GeomFromText('POLYGON((0 0,4 0,4 4,0 4,0 0))'), "
-    "'0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01'"
+    "'0e0b6f53-8a7c-4a52-9d51-0c5d1a6b7f01', "
+    "'12345678901234567890123456789012345.123456789012345678901234567890', 999999.99, b'10000001', "
+    "'2024-02-29 13:14:15.123', 'tiny ✓', 'long ✓', x'0102ff', "
+    "'plain', x'00ff', 'snow ☃', "
+    "'Zażółć', 'Łódź ř', 'Привет', 'Привет мир', 'Мир', 'Καλημέρα', 'שלום', 'Ğüşİ', "
+    "'こんにちは', 'カタカナ', '你好', '中文', '中文字', '안녕', 'สวัสดี', "
+    "'ünï ☃', '𝄞 clef', 'le ✓', '𝄞 ok', "
+    "ST_GeomFromText('MULTIPOINT(1 1,2 2)'), ST_GeomFromText('MULTILINESTRING((0 0,1 1),(2 2,3 3))'), "
+    "ST_GeomFromText('MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((5 5,6 5,6 6,5 5)))'), "
+    "ST_GeomFromText('GEOMETRYCOLLECTION(POINT(1 1),LINESTRING(0 0,1 1))')"
 )
 _EXTREMES = (
     "127, 0, 0, 32767, 0, 8388607, 0, 2147483647, 0, 9223372036854775807, 0, -999999999.999, "
@@ -80,11 +106,19 @@ _EXTREMES = (
     "ST_GeomFromText('POINT(0 0)', 4326), ST_GeomFromText('POINT(-180 90)', 4326), "
     "ST_GeomFromText('LINESTRING(0 0,0 0)'), "
     "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0),(0.1 0.1,0.2 0.1,0.2 0.2,0.1 0.1))'), "
-    "'00000000-0000-0000-0000-000000000000'"
+    "'00000000-0000-0000-0000-000000000000', "
+    "'-99999999999999999999999999999999999.999999999999999999999999999999', 0, b'0', "
+    "'1970-01-01 00:00:01.001', '', '', x'', "
+    "'', x'00', '', "
+    "'', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', "
+    "ST_GeomFromText('MULTIPOINT(0 0)', 4326), ST_GeomFromText('MULTILINESTRING((0 0,0 0))'), "
+    "ST_GeomFromText('MULTIPOLYGON(((0 0,1 0,1 1,0 0),(0.1 0.1,0.2 0.1,0.2 0.2,0.1 0.1)))'), "
+    "ST_GeomFromText('GEOMETRYCOLLECTION EMPTY')"
 )
 _ZERO_VALUES = {"c_year": "0", "c_date": "'0000-00-00'", "c_datetime": "'0000-00-00 00:00:00'",
                 "c_datetime3": "'0000-00-00 00:00:00.000'", "c_datetime6": "'2024-00-15 00:00:00'",
-                "c_timestamp": "'0000-00-00 00:00:00'", "c_timestamp6": "'0000-00-00 00:00:00.000000'"}
+                "c_timestamp": "'0000-00-00 00:00:00'", "c_timestamp6": "'0000-00-00 00:00:00.000000'",
+                "c_timestamp3": "'0000-00-00 00:00:00.000'"}
 _ZERO_DATES = ", ".join(_ZERO_VALUES.get(name, "NULL") for name in TYPE_NAMES)
 
 ZERO_COLUMNS = (
@@ -99,6 +133,14 @@ ZERO_ROWS = (
     "(2, '2024-02-29', '2024-02-29', '2024-02-29 01:02:03', '2024-02-29 01:02:03.5', '2024-02-29 01:02:03', "
     "'2024-02-29 01:02:03', '2024-02-00', 2000)",
 )
+
+TIMESTAMPS_IN_ZONES = {
+    "+05:30": ("2024-07-01 12:00:00", "2000-01-01 03:00:00.999", "2024-07-01 12:00:00.5"),
+    "-09:30": ("2024-12-31 20:00:00", "1999-12-31 23:59:59.001", "2038-01-18 17:44:07.999999"),
+}
+"""``(c_timestamp, c_timestamp3, c_timestamp6)`` of row 5 written in a session of each time zone (the stack's
+server zone is UTC and shared, so the non-UTC zone is the writing session's): both sides must emit the UTC
+instant (the last update crosses a date line and reaches the 2038 maximum in UTC)."""
 
 JSON_VALUE = '{"b": 1, "a": [1, 2.5, "x"], "nested": {"k": null}}'
 TEXT_VALUE = 'héllo ✓ "quoted"\n\ttab \\ back'
@@ -187,6 +229,10 @@ def run_dml(env: MariaDbEnv, tables: Tables) -> None:
     sql(f"INSERT INTO {t} VALUES (3, {_EXTREMES})")
     sql(f"INSERT INTO {t} VALUES (4, {_ZERO_DATES})")
     sql(f"INSERT INTO {t} VALUES (5, {_FULL})", (JSON_VALUE, TEXT_VALUE))
+    for zone, stamps in TIMESTAMPS_IN_ZONES.items():  # TIMESTAMP text is the session's zone, the binlog UTC
+        sql(f"SET time_zone = '{zone}'")
+        sql(f"UPDATE {t} SET c_timestamp = %s, c_timestamp3 = %s, c_timestamp6 = %s WHERE id = 5", stamps)
+    sql("SET time_zone = DEFAULT")
     sql(f"UPDATE {t} SET c_int = 7, c_decimal = -0.001, c_varchar = NULL, c_blob = x'', c_set = '', "
         "c_datetime6 = '2024-01-01 00:00:00', c_time6 = '-00:00:01.5', c_json = '{\"a\": true}' WHERE id = 1")
     sql(f"UPDATE {t} SET id = 20 WHERE id = 2")  # key change: delete + tombstone + create

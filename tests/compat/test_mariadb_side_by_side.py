@@ -3,10 +3,11 @@ each one's signalling table) run against Debezium's MariaDB connector in Kafka C
 MariaDB source at the same time, compared event by event (``tests.compat.mariadb_compare``).
 
 ``test_debezium_mariadb_reference`` runs the Debezium half alone: the reference is captured, parsed and
-normalized as the comparison needs it. The side-by-side test is a strict xfail only while
-``signaller.sources.registry`` has no source for ``io.debezium.connector.mariadb.MariaDbConnector``: it
-runs for real as soon as that source is registered (and a strict xfail fails if it then passes without
-the source, so nothing else can hide behind it).
+normalized as the comparison needs it. The side-by-side tests compare every topic: data, signal table,
+notifications, transactions, the schema change topic and the schema history; a difference fails unless
+``tests.compat.mariadb_compare.MARIADB_ALLOWED`` (the README's allow-list) explains it. The default modes run
+in ``make test``; ``test_every_type_matches_debezium_mariadb_in_each_mode`` runs the whole script once per
+other value of each type mode (:data:`MODE_MATRIX`), under ``make compat-full`` only (about 3 minutes each).
 """
 
 from __future__ import annotations
@@ -18,11 +19,8 @@ from typing import Any
 import pytest
 
 from devtools import StackSettings
-from devtools.debezium import MARIADB_CONNECTOR_CLASS
-from signaller.sources.registry import SOURCES
 from tests.compat import mariadb_scenario as scenario
 from tests.compat.compare import (
-    Renames,
     _op,
     normalize,
     own_transactions,
@@ -35,7 +33,35 @@ from tests.compat.mariadb_env import mariadb_env
 
 pytestmark = pytest.mark.compat
 
-SIDECAR_HAS_MARIADB = MARIADB_CONNECTOR_CLASS in SOURCES
+MODE_MATRIX: tuple[dict[str, str], ...] = (
+    {"decimal.handling.mode": "double"},
+    {"decimal.handling.mode": "string"},
+    {"time.precision.mode": "connect"},
+    {"bigint.unsigned.handling.mode": "precise"},
+    {"binary.handling.mode": "base64"},
+    {"binary.handling.mode": "base64-url-safe"},
+    {"binary.handling.mode": "hex"},
+)
+"""Each non-default value of each MariaDB type mode once. ``time.precision.mode=adaptive`` is not here: Debezium's
+binlog connectors refuse it ("no longer supported"), and so does the sidecar's configuration (a unit test)."""
+
+MODE_EFFECT: dict[str, tuple[str, dict[str, object]]] = {
+    "decimal.handling.mode=double": ("c_decimal_max", {"type": "double"}),
+    "decimal.handling.mode=string": ("c_decimal_max", {"type": "string"}),
+    "time.precision.mode=connect": ("c_time6", {"type": "int32", "name": "org.apache.kafka.connect.data.Time"}),
+    "bigint.unsigned.handling.mode=precise": ("c_bigint_u", {"type": "bytes",
+                                                             "name": "org.apache.kafka.connect.data.Decimal"}),
+    "binary.handling.mode=base64": ("c_mediumblob", {"type": "string"}),
+    "binary.handling.mode=base64-url-safe": ("c_mediumblob", {"type": "string"}),
+    "binary.handling.mode=hex": ("c_mediumblob", {"type": "string"}),
+}
+"""A column whose Connect schema in Debezium's output shows that the mode took effect (so a comparison of two
+outputs in the default modes cannot pass for a mode run)."""
+
+
+def _mode_id(modes: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in modes.items())
+
 
 KINDS = {"data:cmp_types", "data:cmp_comp", "data:cmp_nokey", "data:cmp_zero", "signal", "notifications",
          "transaction", "schema-changes", "schema-history"}
@@ -99,18 +125,6 @@ def test_debezium_mariadb_reference(stack: StackSettings, unique_name: str, tmp_
     assert not left, report(left)
 
 
-KNOWN_MARIADB_GAPS = (
-    "open (issue 16): the sidecar writes no schema change topic (<topic.prefix>) and no schema history, and with "
-    "snapshot.mode=no_data no start-up schema snapshot, so its start-up notification is Initial Snapshot SKIPPED "
-    "where Debezium's MariaDB connector writes Initial Snapshot STARTED and COMPLETED. Everything else (streamed "
-    "events, READs, watermark rows, incremental-snapshot notifications, transactions) is equal; the streamed "
-    "events alone are compared, and pass, in test_sidecar_streamed_events_match_debezium_mariadb"
-)
-"""Why the full MariaDB comparison does not pass yet: strict, so it fails once they are fixed (remove the mark)."""
-
-
-@pytest.mark.xfail(strict=True, reason=KNOWN_MARIADB_GAPS if SIDECAR_HAS_MARIADB else
-                   f"signaller.sources.registry has no source for {MARIADB_CONNECTOR_CLASS} yet")
 def test_sidecar_output_matches_debezium_mariadb_event_by_event(stack: StackSettings, unique_name: str,
                                                                  tmp_path: Path) -> None:
     with mariadb_env(stack, unique_name, tmp_path) as env:
@@ -128,25 +142,11 @@ def test_sidecar_output_matches_debezium_mariadb_event_by_event(stack: StackSett
     assert kinds.count("snapshot-window-open") == kinds.count("snapshot-window-close") > 0
 
 
-NOT_COMPARED_WHEN_STREAMING_ONLY: dict[str, str] = {
-    "schema-changes": "the schema change topic (<topic.prefix>, include.schema.changes): the sidecar does not "
-                      "write it yet (README, MariaDB compatibility: what is missing)",
-    "schema-history": "the schema history topic (schema.history.internal.kafka.topic): the sidecar keeps no "
-                      "schema history (it reads information_schema) and does not write it",
-    "notifications": "start-up notifications only (no signal is sent): Debezium's MariaDB connector snapshots the "
-                     "schema under snapshot.mode=no_data and says Initial Snapshot STARTED/COMPLETED, the sidecar "
-                     "keeps no schema history and says SKIPPED (runtime/snapshots.py); the full test compares them",
-}
-"""The kinds :func:`test_sidecar_streamed_events_match_debezium_mariadb` leaves out, each with the reason. They
-are not allow-listed: the full side-by-side test above still compares them and fails on them."""
-
-
 def test_sidecar_streamed_events_match_debezium_mariadb(stack: StackSettings, unique_name: str,
                                                         tmp_path: Path) -> None:
     """The streamed part of the script alone (no execute-snapshot signals: no READs, no watermark rows, no
     incremental-snapshot notifications), compared event by event like the full test, with the same
-    allow-list, every topic but :data:`NOT_COMPARED_WHEN_STREAMING_ONLY`. The full test above stays the
-    target: it adds the snapshots and the schema topics."""
+    allow-list, every topic (the schema change and history topics and the start-up notifications included)."""
     with mariadb_env(stack, unique_name, tmp_path) as env:
         debezium, signaller = scenario.run(env, tmp_path, with_signals=False)
         database = env.database
@@ -159,10 +159,36 @@ def test_sidecar_streamed_events_match_debezium_mariadb(stack: StackSettings, un
     debezium_names = mariadb_renames(debezium.names.prefix, debezium.names.signal_table, database)
     signaller_names = mariadb_renames(signaller.names.prefix, signaller.names.signal_table, database)
 
-    def streamed(output: scenario.SideOutput, names: Renames) -> dict[str, Any]:
-        return {topic: records for topic, records in scenario.dump(output).items()
-                if topic_kind(topic, names) not in NOT_COMPARED_WHEN_STREAMING_ONLY}
+    left = compare_mariadb(scenario.dump(debezium), scenario.dump(signaller), debezium_names, signaller_names)
+    assert not left, f"{report(left)}\n(both outputs: {tmp_path / 'outputs.json'})"
 
-    left = compare_mariadb(streamed(debezium, debezium_names), streamed(signaller, signaller_names),
-                           debezium_names, signaller_names)
+
+def _after_field(output: scenario.SideOutput, table: str, column: str) -> dict[str, Any]:
+    topic = next(t for t in output.topics if t.endswith("." + table))
+    record = next(r for r in output.topics[topic] if r.value is not None)
+    after = next(f for f in record.value["schema"]["fields"] if f["field"] == "after")
+    field: dict[str, Any] = next(f for f in after["fields"] if f["field"] == column)
+    return field
+
+
+@pytest.mark.compat_full
+@pytest.mark.parametrize("modes", MODE_MATRIX, ids=_mode_id)
+def test_every_type_matches_debezium_mariadb_in_each_mode(stack: StackSettings, unique_name: str, tmp_path: Path,
+                                                          modes: dict[str, str]) -> None:
+    """The whole script (every type of ``cmp_types`` streamed, updated, deleted and read by incremental
+    snapshots) with one mode property set to a non-default value on both sides, compared event by event with
+    the same allow-list as the default modes."""
+    with mariadb_env(stack, unique_name, tmp_path) as env:
+        debezium, signaller = scenario.run(env, tmp_path, overrides=modes)
+        database = env.database
+    dumps = {side.names.prefix: scenario.dump(side) for side in (debezium, signaller)}
+    (tmp_path / "outputs.json").write_text(json.dumps(dumps, indent=1))
+    _check_debezium_output(debezium, database)
+    column, expected = MODE_EFFECT[_mode_id(modes)]
+    field = _after_field(debezium, "cmp_types", column)
+    assert {key: field.get(key) for key in expected} == expected, field
+
+    left = compare_mariadb(scenario.dump(debezium), scenario.dump(signaller),
+                           mariadb_renames(debezium.names.prefix, debezium.names.signal_table, database),
+                           mariadb_renames(signaller.names.prefix, signaller.names.signal_table, database))
     assert not left, f"{report(left)}\n(both outputs: {tmp_path / 'outputs.json'})"

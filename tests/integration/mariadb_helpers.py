@@ -59,6 +59,7 @@ class MariaEnv:
             "snapshot.mode": "no_data",
             "read.only": "true",  # no signal table: snapshots (none here) would be read-only
             "kafka.bootstrap.servers": self.stack.bootstrap_servers,
+            "schema.history.internal.kafka.topic": f"{self.prefix}.schema-history",
             "offset.storage": "file",
             "offset.storage.file.filename": str(self.offsets_file),
             "offset.flush.interval.ms": "200",

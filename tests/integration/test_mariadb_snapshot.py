@@ -199,9 +199,12 @@ def notifications(env: MariaEnv) -> TopicReader:
 
 
 def wait_notification(reader: TopicReader, kind: str, car: Sidecar, after: int = 0) -> dict[str, Any]:
+    """The first incremental-snapshot notification of ``kind`` from record ``after`` on (the start-up schema
+    snapshot's Initial Snapshot STARTED/COMPLETED are not the signals' snapshots)."""
     def probe() -> dict[str, Any] | None:
         reader.read_available(0.1)
-        found = [r.payload for r in reader.records[after:] if r.payload["type"] == kind]
+        found = [r.payload for r in reader.records[after:]
+                 if r.payload["type"] == kind and r.payload["aggregate_type"] == "Incremental Snapshot"]
         return found[0] if found else None
 
     return wait_until(probe, TIMEOUT_S, f"a {kind} notification", interval_s=0.1,

@@ -335,9 +335,9 @@ def test_unknown_property_message_names_the_configured_connector(connector_class
     assert "PostgreSQL" not in error.accepted or connector_class is None
 
 
-def test_binlog_schema_history_properties_are_accepted_and_ignored(caplog: pytest.LogCaptureFixture) -> None:
-    """Debezium's MariaDB/MySQL schema history properties load (ignored with a warning saying signaller keeps no
-    schema history), so a binlog connector's configuration loads unchanged."""
+def test_binlog_schema_history_properties_are_read_and_the_others_accepted(caplog: pytest.LogCaptureFixture) -> None:
+    """Debezium's MariaDB/MySQL schema history properties load: the topic, its Kafka and the captured-DDL filters
+    are read; the others are ignored with a warning naming what signaller uses instead."""
     history = {"schema.history.internal.kafka.bootstrap.servers": "kafka:9092",
                "schema.history.internal.kafka.topic": "schema-changes.inventory",
                "schema.history.internal.store.only.captured.databases.ddl": "true",
@@ -346,9 +346,26 @@ def test_binlog_schema_history_properties_are_accepted_and_ignored(caplog: pytes
     with caplog.at_level(logging.WARNING, logger="signaller.config"):
         cfg = config_from_mapping({**BASE, "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
                                    "signal.data.collection": "inventory.debezium_signal", **history})
-    assert set(history) <= set(cfg.ignored_properties)
-    warned = [r.getMessage() for r in caplog.records if "schema.history.internal.kafka.topic" in r.getMessage()]
-    assert warned and "does not write the history topic" in warned[0], warned
+    binlog = cfg.binlog
+    assert (binlog.history_topic, binlog.history_bootstrap_servers) == ("schema-changes.inventory", "kafka:9092")
+    assert binlog.history_only_captured_tables and binlog.history_only_captured_databases
+    assert cfg.ignored_properties == ("schema.history.internal.skip.unparseable.ddl",)
+    warned = [r.getMessage() for r in caplog.records if "skip.unparseable.ddl" in r.getMessage()]
+    assert warned and "schema.history.internal.kafka.topic" in warned[0], warned
+
+
+@pytest.mark.parametrize("connector_class", ["io.debezium.connector.mariadb.MariaDbConnector",
+                                             "io.debezium.connector.mysql.MySqlConnector"])
+def test_binlog_connectors_refuse_adaptive_time_precision(connector_class: str) -> None:
+    """As Debezium's binlog connectors ("The 'adaptive' time.precision.mode is no longer supported"); their two
+    modes load, and PostgreSQL keeps adaptive."""
+    binlog = {"connector.class": connector_class, "signal.data.collection": "inventory.debezium_signal"}
+    error = only_problem({**binlog, "time.precision.mode": "adaptive"})
+    assert (error.key, error.value) == ("time.precision.mode", "adaptive"), error
+    assert "adaptive_time_microseconds or connect" in error.accepted and connector_class in error.accepted
+    for mode in ("adaptive_time_microseconds", "connect"):
+        assert config_from_mapping({**BASE, **binlog, "time.precision.mode": mode}).types.time_precision_mode == mode
+    assert config(time_precision_mode="adaptive").types.time_precision_mode == "adaptive"
 
 
 def test_missing_required_properties_are_all_reported() -> None:

@@ -133,6 +133,24 @@ def test_other_modes() -> None:
     assert schema_and(col("time"), dt.timedelta(seconds=2), connect)[1] == 2000
 
 
+@pytest.mark.parametrize(("time", "millis"), [
+    (dt.timedelta(0), 0),
+    (dt.timedelta(hours=23, minutes=59, seconds=59, microseconds=999999), 86399999),
+    (dt.timedelta(hours=13, minutes=14, seconds=15, milliseconds=123), 47655123),
+    (dt.timedelta(hours=24), None),  # a time of day ends before 24:00
+    (dt.timedelta(hours=838, minutes=59, seconds=59), None),
+    (-dt.timedelta(hours=838, minutes=59, seconds=59), None),
+    (-dt.timedelta(microseconds=1), None),
+    (-dt.timedelta(seconds=1, microseconds=500000), None),
+])
+def test_connect_time_outside_a_day_is_null(time: dt.timedelta, millis: int | None) -> None:
+    """Debezium's MariaDB connector with time.precision.mode=connect writes null for a TIME a Connect ``Time``
+    (milliseconds of a day) cannot hold, streamed and read (side by side: -838:59:59, 838:59:59, -00:00:00.000001)."""
+    node, convert = value_converter(col("time", datetime_precision=6), TypeModes(time_precision="connect"))
+    assert node["name"] == "org.apache.kafka.connect.data.Time"
+    assert convert(time) == millis
+
+
 def test_zero_dates_are_null_and_geometry_carries_its_srid() -> None:
     assert value_converter(col("date"), DEFAULT)[1]("0000-00-00") is None
     assert value_converter(col("datetime"), DEFAULT)[1]("0000-00-00 00:00:00") is None

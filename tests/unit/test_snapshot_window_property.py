@@ -13,8 +13,9 @@ and applies user signals between batches. Hypothesis draws the interleaving: wri
 read, between the read and the close marker, and after it; signals (execute, pause, resume, stop,
 chunk size) and restarts (a new engine restored from a stored state, the topic cut at a point at
 or after everything that state covers) at random points. In read-only mode transactions have ids,
-may be in progress across the chunk read, and the window is the chunk's MVCC snapshot plus a WAL
-high watermark.
+may be in progress across the chunk read or committed in the log (streamed) before snapshots see them
+(PostgreSQL flushes a commit record before the transaction leaves the process array), and the window
+is the chunk's MVCC snapshot plus a WAL high watermark.
 
 Properties, for every interleaving:
 
@@ -58,6 +59,7 @@ from signaller.signals.model import (
 )
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.engine import IncrementalSnapshotter
+from signaller.snapshot.reading import InlineReads
 from signaller.snapshot.state import Key, SnapshotState
 from signaller.snapshot.window import Window
 from signaller.sources.base import ChunkTable
@@ -74,7 +76,7 @@ TABLE = TableId("public", "t")
 SIGNAL_TABLE = TableId("public", "sig")
 INT4, TEXT = 23, 25
 CHANGE_KINDS = st.lists(st.sampled_from(["insert", "update", "delete", "rekey"]), min_size=1, max_size=2)
-WRITE_KINDS = st.sampled_from(["now", "now", "begin", "commit"])
+WRITE_KINDS = st.sampled_from(["now", "now", "begin", "commit", "commit-unseen"])
 CONCURRENT_WRITES = st.integers(0, 2)
 STREAMED = st.integers(1, 3)
 FIRST_XID = 700
@@ -190,15 +192,33 @@ class Database:
         self.log: list[Tx] = []
         self.next_xid = FIRST_XID
         self.pending: list[int] = []
+        self.committing: dict[int, tuple[list[Change4], int]] = {}
         self.serial = 0
 
-    def commit(self, changes: list[Change4], xid: int | None = None) -> None:
+    def commit(self, changes: list[Change4], xid: int | None = None, *, visible: bool = True) -> None:
+        """Commit ``changes`` (in a new transaction, or in the begun ``xid``). Not ``visible``: as PostgreSQL
+        between flushing a commit record and leaving the process array, the transaction is in the log (it can
+        be streamed) while snapshots still count it as running and see none of its changes, until ``reveal``."""
         if xid is None:
             xid = self.next_xid
             self.next_xid += 1
-        else:
+        elif visible:
             self.pending.remove(xid)
         pos = len(self.log) + 1
+        self.log.append(Tx(xid, pos, tuple(changes)))
+        if visible:
+            self._apply(changes, pos)
+        else:
+            self.committing[xid] = (changes, pos)
+
+    def reveal(self) -> None:
+        """Every transaction committed but not yet visible becomes visible."""
+        for xid, (changes, pos) in sorted(self.committing.items()):
+            self.pending.remove(xid)
+            self._apply(changes, pos)
+        self.committing.clear()
+
+    def _apply(self, changes: list[Change4], pos: int) -> None:
         for op, key, value, old in changes:
             if op == "d":
                 del self.table[key]
@@ -208,7 +228,6 @@ class Database:
                 assert value is not None
                 self.table[key] = value
                 self.written_at[value] = pos
-        self.log.append(Tx(xid, pos, tuple(changes)))
 
     def marker(self, marker: WindowMarker) -> None:
         self.log.append(Tx(self.next_xid, len(self.log) + 1, marker=marker))
@@ -293,8 +312,9 @@ class Simulation:
     """The capture loop's part, driven by hypothesis' ``data``."""
 
     def __init__(self, data: st.DataObject, shape: Shape, read_only: bool, chunk_size: int,
-                 initial: dict[tuple[Any, ...], str]) -> None:
+                 initial: dict[tuple[Any, ...], str], in_flight: bool = False) -> None:
         self.data = data
+        self.in_flight = in_flight
         self.shape = shape
         self.read_only = read_only
         properties = {
@@ -328,8 +348,9 @@ class Simulation:
     def _engine(self, state: SnapshotState | None) -> IncrementalSnapshotter:
         source = FakeChunkSource(self.db, self.concurrent_writes, not self.read_only)
         schemas = PostgresSchemaProvider(self.config, source, RelationCache())
+        reads = _ReadsInFlight(self.data) if self.in_flight else None
         engine = IncrementalSnapshotter(self.config.snapshot, self.config.capture, self.config.topics.prefix,
-                                        source, schemas, self._emit_read, self._notify, compile_filter)
+                                        source, schemas, self._emit_read, self._notify, compile_filter, reads=reads)
         engine.restore(state)
         return engine
 
@@ -381,13 +402,15 @@ class Simulation:
     def write(self) -> None:
         """A writer transaction commits (read-only mode: possibly one begun earlier, or one begins)."""
         db = self.db
+        if db.committing:  # a later writer waits for those (row locks, loosely)
+            db.reveal()
         if self.read_only:
             choice = self.data.draw(WRITE_KINDS)
             if choice == "begin" and len(db.pending) < 3:
                 db.begin()
                 return
-            if choice == "commit" and db.pending:
-                db.commit(self._changes(), self.data.draw(st.sampled_from(db.pending)))
+            if choice.startswith("commit") and db.pending:
+                db.commit(self._changes(), self.data.draw(st.sampled_from(db.pending)), visible=choice == "commit")
                 return
         db.commit(self._changes())
 
@@ -425,6 +448,9 @@ class Simulation:
     def tick(self) -> None:
         """Between batches: read-only window close by position, one slice of a closed window's READs,
         then the next chunk if one is due."""
+        if self.engine.reading:
+            self.engine.poll_reads()
+            self._store(self.cursor)
         if self.read_only:
             self.engine.on_position(LSN_BASE + self.cursor, (LSN_BASE + self.cursor, 0))
             self._store(self.cursor)
@@ -481,6 +507,7 @@ class Simulation:
     def drain(self) -> None:
         """Writers stop; the log is streamed to its end and the snapshot is driven to completion."""
         self.writes_allowed = False
+        self.db.reveal()
         for xid in list(self.db.pending):
             self.db.commit(self._changes(), xid)
         for _ in range(2_000):
@@ -537,10 +564,10 @@ STEPS = st.sampled_from(["write"] * 6 + ["stream"] * 6 + ["tick"] * 4 + ["signal
 SIGNALS = st.sampled_from(["execute", "execute", "pause", "resume", "stop", "chunk-size"])
 
 
-def simulate(data: st.DataObject, shape: Shape, read_only: bool) -> Simulation:
+def simulate(data: st.DataObject, shape: Shape, read_only: bool, in_flight: bool = False) -> Simulation:
     initial_keys = data.draw(st.sets(shape.keys, min_size=1, max_size=25), label="initial keys")
     initial = {key: f"i{n}" for n, key in enumerate(sorted(initial_keys))}
-    sim = Simulation(data, shape, read_only, data.draw(st.integers(1, 7), label="chunk size"), initial)
+    sim = Simulation(data, shape, read_only, data.draw(st.integers(1, 7), label="chunk size"), initial, in_flight)
     if data.draw(st.booleans(), label="execute at once"):
         sim.signal("execute")
     for _ in range(data.draw(st.integers(0, 100), label="steps")):
@@ -564,18 +591,48 @@ PROPERTY_SETTINGS = settings(max_examples=100, deadline=None,
                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+class _ReadsInFlight:
+    """The runtime's worker thread as the loop sees it: the read runs when submitted (its watermarks and the
+    writers' transactions enter the log then), but its result is taken only once ``done`` (drawn at each look)
+    says so; meanwhile the loop streams the log, the markers included."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+
+    def submit(self, work: Callable[[], Any]) -> Any:
+        done = InlineReads().submit(work)
+        data = self.data
+
+        class _Later:
+            looks = 0
+
+            def done(self) -> bool:  # at the third look at the latest, so a drained log always ends
+                self.looks += 1
+                return self.looks >= 3 or bool(data.draw(st.booleans(), label="read done"))
+
+            def result(self) -> Any:
+                return done.result()
+
+        return _Later()
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("in_flight", [False, True], ids=["inline", "in-flight"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_signal_watermarks_replay_to_the_table(shape: str, data: st.DataObject) -> None:
-    check(simulate(data, SHAPES[shape], read_only=False))
+def test_signal_watermarks_replay_to_the_table(shape: str, in_flight: bool, data: st.DataObject) -> None:
+    check(simulate(data, SHAPES[shape], read_only=False, in_flight=in_flight))
 
 
+@pytest.mark.parametrize("in_flight", [False, True], ids=["inline", "in-flight"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @PROPERTY_SETTINGS
 @given(data=st.data())
-def test_read_only_visibility_replays_to_the_table(shape: str, data: st.DataObject) -> None:
-    check(simulate(data, SHAPES[shape], read_only=True))
+def test_read_only_visibility_replays_to_the_table(shape: str, in_flight: bool, data: st.DataObject) -> None:
+    check(simulate(data, SHAPES[shape], read_only=True, in_flight=in_flight))
 
 
 # --- the Window alone -------------------------------------------------------------------------------------
@@ -678,6 +735,27 @@ def test_stopping_a_paused_snapshot_does_not_leave_the_next_one_paused() -> None
     sim.drain()
     check(sim)
     assert sum(1 for rec in sim.emitted if rec.kind == "read") >= 6
+
+
+def test_read_only_change_streamed_before_its_transaction_is_visible_supersedes_the_read() -> None:
+    """A delete is streamed before the next chunk's read starts, but the read's snapshot does not see it yet
+    (its commit record is flushed, the transaction has not left the process array): the chunk still holds the
+    row, and its READ must not follow the delete into the topic (the row would come back)."""
+    sim = Simulation(_NoDraws(), SHAPES["int"], True, 10,  # type: ignore[arg-type]
+                     {(n,): f"i{n}" for n in range(6)})
+    sim.writes_allowed = False
+    sim.slice_rows = 4
+    sim.signal("execute")
+    sim.db.begin()
+    sim.db.commit([("d", (3,), None, None)], sim.db.pending[-1], visible=False)
+    while sim.stream_one():  # the delete is streamed: no window is open yet
+        pass
+    sim.tick()  # the chunk is read in a snapshot that still counts the delete's transaction as running
+    assert sim.engine._visible is not None and not sim.engine._visible.sees(sim.db.log[-1].xid)
+    sim.db.reveal()
+    sim.drain()
+    check(sim)
+    assert (3,) not in [rec.key for rec in sim.emitted if rec.kind == "read"]
 
 
 # --- row identity, lost-row accounting, blocking snapshots, apply never raises ----------------------------

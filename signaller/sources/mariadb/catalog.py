@@ -135,12 +135,43 @@ class Catalog:
                            (table.schema, table.table), f"reading the primary key of {table}")
         return tuple(str(row[0]) for row in rows)
 
+    def show_create(self, table: TableId) -> str | None:
+        """``SHOW CREATE TABLE`` of ``table`` (the text Debezium's schema snapshot records), None if it does not
+        exist or is a view."""
+        try:
+            rows = self._query(f"SHOW CREATE TABLE {quote_name(table.schema)}.{quote_name(table.table)}",
+                               what=f"reading the definition of {table}")
+        except TerminalSourceError as exc:
+            if "1146" in str(exc):  # ER_NO_SUCH_TABLE: dropped since it was listed
+                return None
+            raise
+        if not rows or len(rows[0]) != 2:
+            return None
+        return str(rows[0][1])
+
+    def database_charsets(self) -> dict[str, str]:
+        """Each database's default character set."""
+        rows = self._query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA",
+                           what="reading the databases' character sets")
+        return {str(name): str(charset) for name, charset in rows}
+
+    def database_collations(self) -> dict[str, tuple[str, str]]:
+        """Each database's default character set and collation."""
+        rows = self._query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM "
+                           "information_schema.SCHEMATA", what="reading the databases' collations")
+        return {str(name): (str(charset), str(collation)) for name, charset, collation in rows}
+
     def close(self) -> None:
         """Close the connection if open; never raises (the next call reconnects)."""
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a backquoted MariaDB identifier."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _int(value: Any) -> int | None:

@@ -2,13 +2,15 @@
 the change (:class:`BinlogChange`), and each table's plan (:class:`TablePlan`: its columns' codecs and
 converters, built from ``information_schema`` by :class:`TablePlans`).
 
-A plan is built the first time a table's rows are seen and kept until :meth:`TablePlans.forget` (a DDL
-statement in the binlog: the next rows re-read the table's columns; the columns are those of the catalog
-at that moment, not of the binlog's point in time, until DDL parsing and a schema history exist). Key =
-``message.key.columns`` for the table if set, else the primary key. Columns are captured per
-``column.include.list``/``column.exclude.list`` on ``db.table.column``. Nothing survives a restart.
-:class:`TablePlans` is shared by the binlog reader thread (rows events) and the capture loop (READs of a
-snapshot): it is thread-safe, and builds plans on its own catalog connection under its lock.
+A plan is built the first time a table's rows are seen, from the table's definition in the
+:class:`~signaller.sources.mariadb.table_model.SchemaModel` (the schema at the stream's binlog position: the
+schema snapshot or history, then every DDL statement of the binlog, :meth:`TablePlans.apply_ddl`), and
+rebuilt after a DDL statement changes the table; every rows event's column names (``binlog_row_metadata=FULL``)
+are checked against the model's. Key = ``message.key.columns`` for the table if set, else the primary key.
+Columns are captured per ``column.include.list``/``column.exclude.list`` on ``db.table.column``. The model
+is rebuilt at each start (schema snapshot or history). :class:`TablePlans` is shared by the binlog reader
+thread (DDL, rows events) and the capture loop (READs of a snapshot): it is thread-safe, the model, the plans
+and its catalog connection used under its lock only.
 
 Row images as Debezium's MariaDB connector writes them: an empty ``SET`` is ``""`` (the binlog client gives
 None for it, telling it apart from NULL in its ``none_sources``); a value the client cannot represent (a zero
@@ -19,6 +21,7 @@ key and a create of the new one, both with the rows event's position and row ind
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +30,11 @@ from typing import Any
 from pymysqlreplication.constants.NONE_SOURCE import EMPTY_SET
 
 from signaller.config import SignallerConfig
+from signaller.errors import TerminalSourceError
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sources.mariadb.catalog import SYSTEM_DATABASES, Catalog
+from signaller.sources.mariadb.ddl import CreateTable, DropDatabase, UnreadableStatement, parse_ddl, table_names
+from signaller.sources.mariadb.table_model import ModelError, SchemaModel, TableChange, column_of
 from signaller.sources.mariadb.values import TypeModes, column_codec, required_fallback
 from signaller.wire.columns import ColumnCodec
 
@@ -125,21 +131,6 @@ class TablePlan:
                 row[name] = fallback
         return row
 
-    def narrowed(self, names: Sequence[str]) -> TablePlan:
-        """This plan restricted to the columns named in a rows event (its table map: the table as it was at
-        that binlog point), self when it carries them all. A column the catalog has but the event lacks was
-        added by later DDL; it is left out of the event's schema and rows, as Debezium's schema history would."""
-        present = set(names)
-        if all(name in present for name in self.row_columns):
-            return self
-        columns = tuple(c for c in self.schema.columns if c.name in present)
-        return TablePlan(self.table_id,
-                         TableSchema(self.table_id, columns, tuple(k for k in self.schema.key if k in present)),
-                         {name: codec for name, codec in self.codecs.items() if name in present},
-                         tuple((name, convert) for name, convert in self.converters if name in present),
-                         {name: value for name, value in self.fallbacks.items() if name in present},
-                         self.set_columns & present)
-
     def key_changed(self, before: dict[str, Any], after: dict[str, Any]) -> bool:
         """Whether an update moves the row to another key."""
         return any(before.get(name) != after.get(name) for name in self.schema.key)
@@ -164,16 +155,17 @@ class TablePlan:
 
 
 class TablePlans:
-    """The plans of the captured tables, built on first use from the catalog (see the module docstring).
-    Thread-safe: the binlog reader thread and the capture loop call it; its catalog connection is used under
-    its lock only (a PyMySQL connection used by two threads at once mixes their packets)."""
+    """The plans of the captured tables, built on first use from the schema model (see the module docstring).
+    Thread-safe: the binlog reader thread and the capture loop call it; its model, plans and catalog connection
+    are used under its lock only (a PyMySQL connection used by two threads at once mixes their packets)."""
 
     def __init__(self, config: SignallerConfig, catalog: Catalog, modes: TypeModes) -> None:
         self._config = config
         self._catalog = catalog
         self._modes = modes
+        self.model = SchemaModel()
         self._plans: dict[TableId, TablePlan | None] = {}
-        self._narrowed: dict[tuple[TableId, tuple[str, ...]], TablePlan] = {}
+        self._checked: set[tuple[TableId, tuple[str, ...]]] = set()
         self._lock = threading.Lock()
 
     def is_captured(self, table: TableId) -> bool:
@@ -189,8 +181,10 @@ class TablePlans:
         return self._config.is_table_captured(table.schema, table.table)
 
     def plan(self, table: TableId, columns: Sequence[str] | None = None) -> TablePlan | None:
-        """The plan of ``table``, None if it is not captured (or no longer exists); with ``columns`` (a rows
-        event's column names) narrowed to them (:meth:`TablePlan.narrowed`, kept per column list)."""
+        """The plan of ``table``, None if it is not captured (or the schema does not have it). With ``columns``
+        (a rows event's column names, the table as the binlog wrote the row) a ``TerminalSourceError`` when
+        they are not the schema's columns: the schema lost track of the table (DDL it missed), and decoding
+        the row with the wrong columns would emit wrong values."""
         with self._lock:
             return self._plan(table, columns)
 
@@ -203,24 +197,122 @@ class TablePlans:
         if plan is None or columns is None:
             return plan
         key = (table, tuple(columns))
-        narrowed = self._narrowed.get(key)
-        if narrowed is None:
-            narrowed = self._narrowed[key] = plan.narrowed(columns)
-        return narrowed
+        if key not in self._checked:
+            definition = self.model.table(table)
+            known = tuple(c.name for c in definition.columns) if definition is not None else ()
+            if key[1] != known:
+                msg = (f"the binlog's rows of {table} have the columns {list(columns)} but the schema built from the "
+                       f"DDL has {list(known)}: a DDL statement was missed or misread. Restart with a new schema "
+                       "snapshot (delete the stored offsets and the schema history) and report the DDL")
+                raise TerminalSourceError(msg)
+            self._checked.add(key)
+        return plan
+
+    def load_snapshot(self, tables: Sequence[TableId]) -> list[tuple[TableId, str]]:
+        """The schema snapshot: the ``SHOW CREATE TABLE`` text of each of ``tables`` that exists, parsed into the
+        model (which is reset first; the database and server character sets are read too); the texts, in
+        ``tables`` order. ``TerminalSourceError`` if one cannot be parsed."""
+        with self._lock:
+            return self._load_snapshot(tables)
+
+    def _load_snapshot(self, tables: Sequence[TableId]) -> list[tuple[TableId, str]]:
+        self.model = SchemaModel(self._catalog.variables("character_set_server").get("character_set_server")
+                                 or "utf8mb4")
+        self.model.database_charsets.update(self._catalog.database_charsets())
+        texts: list[tuple[TableId, str]] = []
+        for table in tables:
+            text = self._catalog.show_create(table)
+            if text is None:
+                continue
+            statement = parse_ddl(text)
+            if not isinstance(statement, CreateTable):
+                reason = statement.reason if isinstance(statement, UnreadableStatement) else "not a CREATE TABLE"
+                msg = f"the definition of {table} cannot be parsed ({reason}): {text!r}"
+                raise TerminalSourceError(msg)
+            self.model.apply(statement, table.schema)
+            texts.append((table, text))
+        self._forget_all()
+        return texts
+
+    def load_history(self, statements: Sequence[tuple[str, str]], origin: str) -> None:
+        """The schema recovered from a schema history: ``statements`` (DDL text, its database) applied in order to a
+        new model (the ``SET character_set_server`` statement gives the server's character set; the databases'
+        are read from the catalog). ``TerminalSourceError`` naming ``origin`` and the statement when one cannot be
+        applied."""
+        with self._lock:
+            server = "utf8mb4"
+            for sql, _database in statements:
+                found = _SERVER_CHARSET.match(sql)
+                if found:
+                    server = found.group(1).lower()
+            model = SchemaModel(server)
+            model.database_charsets.update(self._catalog.database_charsets())
+            for sql, database in statements:
+                statement = parse_ddl(sql)
+                reason = statement.reason if isinstance(statement, UnreadableStatement) else None
+                if reason is None:
+                    try:
+                        model.apply(statement, database)
+                    except ModelError as exc:
+                        reason = str(exc)
+                if reason is not None:
+                    msg = (f"{origin}: cannot apply the recorded statement {sql[:300]!r} (database {database!r}): "
+                           f"{reason}. Delete the stored offsets and the history topic to start from a new schema "
+                           "snapshot")
+                    raise TerminalSourceError(msg)
+            self.model = model
+            self._forget_all()
+
+    def apply_ddl(self, sql: str, default_db: str, where: str) -> list[TableChange]:
+        """Apply one DDL statement of the binlog (run with default database ``default_db``; ``where`` names its
+        binlog position for errors) to the model; the tables it changed. Plans of changed tables are rebuilt
+        at their next rows. DDL the model cannot follow is a ``TerminalSourceError`` naming the statement and
+        position when it is about a captured table, and ignored otherwise (as Debezium ignores DDL of tables
+        it does not capture)."""
+        with self._lock:
+            return self._apply_ddl(sql, default_db, where)
+
+    def _apply_ddl(self, sql: str, default_db: str, where: str) -> list[TableChange]:
+        statement = parse_ddl(sql)
+        names = table_names(statement)
+        ids = [TableId(n.database or default_db, n.name) for n in names]
+        captured = [t for t in ids if self.is_captured(t)]
+        if isinstance(statement, UnreadableStatement):
+            if captured:
+                raise _unfollowable(sql, where, captured, statement.reason)
+            return []
+        try:
+            changes = self.model.apply(statement, default_db)
+        except ModelError as exc:
+            if captured:
+                raise _unfollowable(sql, where, captured, str(exc)) from exc
+            for table in ids:  # not captured: the model forgets what it cannot follow
+                self.model.tables.pop(table, None)
+            return []
+        if isinstance(statement, DropDatabase):
+            ids = [change.table_id for change in changes]
+        for table in ids:
+            self._plans.pop(table, None)
+        self._checked = {key for key in self._checked if key[0] not in ids}
+        return [change for change in changes if self.is_captured(change.table_id)]
+
+    def _forget_all(self) -> None:
+        self._plans.clear()
+        self._checked.clear()
 
     def forget(self) -> None:
-        """Drop every plan (after DDL): the next rows re-read their table's columns."""
+        """Drop every plan: the next rows rebuild their table's plan from the model."""
         with self._lock:
-            self._plans.clear()
-            self._narrowed.clear()
+            self._forget_all()
 
     def _build(self, table: TableId) -> TablePlan | None:
-        columns = self._catalog.columns(table)
-        if not columns:
+        definition = self.model.table(table)
+        if definition is None:
             return None
+        columns = [column_of(definition, spec) for spec in definition.columns]
         capture = self._config.capture
         captured = [c for c in columns if capture.is_column_captured(table.schema, table.table, c.name)]
-        key = capture.key_columns_for(table.schema, table.table) or self._catalog.primary_key(table)
+        key = capture.key_columns_for(table.schema, table.table) or definition.primary_key
         codecs = {c.name: column_codec(c, self._modes) for c in captured}
         model = tuple(Column(c.name, 0, c.data_type, optional=c.nullable, is_key=c.name in key) for c in captured)
         fallbacks = {c.name: required_fallback(codecs[c.name].schema) for c in captured if not c.nullable}
@@ -228,3 +320,15 @@ class TablePlans:
                          tuple((c.name, codecs[c.name].convert) for c in captured),
                          {name: value for name, value in fallbacks.items() if value is not None},
                          frozenset(c.name for c in captured if c.data_type.lower() == "set"))
+
+
+_SERVER_CHARSET = re.compile(r"\s*SET\s+character_set_server\s*=\s*(\w+)", re.IGNORECASE)
+
+
+def _unfollowable(sql: str, where: str, tables: Sequence[TableId], reason: str) -> TerminalSourceError:
+    shown = sql if len(sql) <= 500 else sql[:500] + "..."
+    msg = (f"cannot follow the DDL statement at {where} on captured table(s) {', '.join(map(str, tables))}: "
+           f"{reason}. Statement: {shown!r}. The rows after it cannot be decoded safely; the stored offsets stay "
+           "before it. Either leave the table(s) out of table.include.list, or restart from a new schema snapshot "
+           "after the statement (delete the stored offsets and the schema history)")
+    return TerminalSourceError(msg)

@@ -6,7 +6,9 @@ reader thread (started by ``open``) reads binlog events, converts each captured 
 hands complete transactions to ``poll`` through a bounded queue (back-pressure: the thread waits while
 the capture loop is behind). ``poll`` never blocks longer than its timeout. A transaction with no
 captured change yields no items; its end still moves :attr:`stream_end` (so an idle or foreign-table
-workload moves the offset after a heartbeat).
+workload moves the offset after a heartbeat). :attr:`stream_end` and :attr:`last_commit` move only as ``poll``
+hands items out: never past a transaction still waiting in the queue (a heartbeat would otherwise commit an
+offset after a transaction not yet sent, and a crash then would lose it).
 
 Positions: every item's position is :func:`~signaller.sources.mariadb.positions.position` of a binlog
 coordinate; a :class:`~signaller.sources.base.TransactionCommit`'s ``end_lsn`` is the coordinate after
@@ -17,6 +19,17 @@ them at ``file``/``pos``; without offsets at the server's current position (stre
 ``snapshot.mode=no_data``). MariaDB resends every transaction after that point: no loss, no duplicate of
 an acknowledged transaction. A purged binlog (the file is gone, or the server cannot find the GTID state)
 is a ``TerminalSourceError`` naming the position and saying to take a new snapshot.
+
+DDL: each DDL ``QueryEvent`` (a standalone GTID group, or inside one) is applied to the shared
+:class:`~signaller.sources.mariadb.changes.TablePlans`' schema model in binlog order
+(:meth:`~signaller.sources.mariadb.changes.TablePlans.apply_ddl`), before the rows after it are decoded; DDL
+it cannot follow on a captured table ends the stream with a ``TerminalSourceError`` naming the statement and
+its position (the offsets stay before it). A statement that changed captured tables goes to the
+:class:`~signaller.sources.mariadb.schema_recorder.SchemaRecorder` (its schema history records are durable
+before the reader goes on) and its schema change records become a
+:class:`~signaller.sources.base.SchemaChangeRecords` item, whose position is the point after the statement.
+:meth:`open` sets the schema the stream starts with (the recorder's start-up schema snapshot, whose records are
+the first items, or the history up to the stored offsets).
 
 Not thread-safe beyond that split: ``poll``/``acknowledge``/``close`` are the capture loop's.
 """
@@ -30,6 +43,7 @@ import random
 import struct
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -49,14 +63,16 @@ from signaller.config import SignallerConfig
 from signaller.errors import SignallerError, TerminalSourceError, TransientSourceError
 from signaller.model import TableId
 from signaller.sources.base import LogReader, TransactionBegin, TransactionCommit
-from signaller.sources.mariadb import time2
+from signaller.sources.mariadb import charsets, time2
 from signaller.sources.mariadb.catalog import Catalog, connection_settings, source_error
 from signaller.sources.mariadb.changes import BinlogChange, BinlogTx, TablePlans
 from signaller.sources.mariadb.positions import GtidSet, Resume, gtid_number, position
+from signaller.sources.mariadb.schema_recorder import SchemaRecorder, StreamedDdl
 
 log = logging.getLogger("signaller.source")
 
 time2.install()  # exact TIME2 decoding (negative fractions) in the binlog client
+charsets.install()  # big-endian ucs2/utf16/utf32 and MariaDB's character set names in the binlog client
 
 QUEUE_TRANSACTIONS = 64
 """Complete transactions the reader thread may hold ahead of the capture loop."""
@@ -98,17 +114,30 @@ class _Stream(BinLogStreamReader):  # type: ignore[misc]
 class MariaDbLogReader(LogReader[Any]):
     """The binlog stream of one capture session (see the module docstring)."""
 
-    def __init__(self, config: SignallerConfig, catalog: Catalog, plans: TablePlans) -> None:
+    def __init__(self, config: SignallerConfig, catalog: Catalog, plans: TablePlans,
+                 recorder: SchemaRecorder) -> None:
         self._config = config
         self._catalog = catalog
         self._plans = plans
-        self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
+        self._recorder = recorder
+        self._queue: queue.Queue[_Handed | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
         self._thread: threading.Thread | None = None
         self._stream: _Stream | None = None
         self._stopping = threading.Event()
         self._resumes: dict[int, Resume] = {}
-        self._stream_end = 0
         self._last_commit: int | None = None
+        """The thread's: the end of the newest transaction it queued."""
+        self._handed_end = 0
+        """The loop's: the stream end after the newest item ``poll`` handed out."""
+        self._handed_last_commit: int | None = None
+        """The loop's: the end of the newest transaction ``poll`` handed out."""
+        self._queued = 0
+        """The thread's: how many entries it queued."""
+        self._handed = 0
+        """The loop's: how many queued entries ``poll`` took."""
+        self._pass_mark = (0, 0)
+        """The thread's newest point with nothing to send, as (entries queued before it, its position): the
+        stream end once ``poll`` took those entries (one tuple, replaced whole: the loop reads a consistent pair)."""
         self._pending: list[Any] = []
 
     # -- LogReader ------------------------------------------------------------------------
@@ -116,7 +145,7 @@ class MariaDbLogReader(LogReader[Any]):
         """Check the start point still exists and start the reader thread (see the module docstring)."""
         if offset_keys:
             start = Resume.from_offset_keys(offset_keys)
-            self._last_commit = start.position
+            self._last_commit = self._handed_last_commit = start.position
         else:
             file, pos, gtid = self._catalog.binlog_status()
             start = Resume(file, pos, GtidSet.parse(gtid))
@@ -130,7 +159,9 @@ class MariaDbLogReader(LogReader[Any]):
             raise TerminalSourceError(msg)
         self._resumes[start.position] = self._start = start
         self._basename = start.file.rpartition(".")[0]
-        self._stream_end = start.position
+        self._pending = [*self._pending, *self._recorder.start(start, resumed=bool(offset_keys))]
+        self._handed_end = start.position
+        self._pass_mark = (0, start.position)
         settings = {**connection_settings(self._config), "read_timeout": HEARTBEAT_S * 6}
         binlog = self._config.binlog
         self._stream = _Stream(
@@ -153,7 +184,11 @@ class MariaDbLogReader(LogReader[Any]):
             while True:
                 if isinstance(first, BaseException):
                     raise first
-                items.extend(first)
+                items.extend(first.items)
+                self._handed += 1
+                if first.end is not None:
+                    self._handed_end = first.end
+                    self._handed_last_commit = first.end
                 if len(items) >= max_items:
                     break
                 first = self._queue.get_nowait()
@@ -163,13 +198,23 @@ class MariaDbLogReader(LogReader[Any]):
 
     @property
     def stream_end(self) -> int:
-        """The position after the newest transaction the thread read (captured or not)."""
-        return self._stream_end
+        """The position after the newest transaction read (captured or not) with nothing before it left in the
+        queue: every transaction before it was handed out by ``poll``."""
+        queued_before, position = self._pass_mark
+        if self._handed >= queued_before:
+            return max(position, self._handed_end)
+        return self._handed_end
 
     @property
     def last_commit(self) -> int | None:
         """The end position of the newest transaction handed out; None before the first (fresh start)."""
-        return self._last_commit
+        return self._handed_last_commit
+
+    def request_position(self) -> None:
+        """Nothing to ask: the reading thread advances :attr:`stream_end` with every binlog event it reads
+        (of any table), and the binlog protocol has no on-demand position report. An idle server moves
+        no position (a read-only snapshot window then closes with the next write on the server)."""
+        return
 
     def acknowledge(self, position: int, /) -> None:
         """Forget the resume points before ``position`` (MariaDB keeps no replica position: the offset store does)."""
@@ -208,7 +253,12 @@ class MariaDbLogReader(LogReader[Any]):
             thread.join(5)
 
     # -- the reader thread ----------------------------------------------------------------
-    def _put(self, item: list[Any] | BaseException) -> None:
+    def _hand_over(self, items: list[Any], end: int | None = None) -> None:
+        """Queue ``items`` for ``poll``; ``end``: the transaction's end position (None: the stream end stays)."""
+        self._queued += 1
+        self._put(_Handed(items, end))
+
+    def _put(self, item: _Handed | BaseException) -> None:
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=0.2)
@@ -231,6 +281,9 @@ class MariaDbLogReader(LogReader[Any]):
         tx: BinlogTx | None = None
         changes: list[BinlogChange] = []
         query: str | None = None
+        standalone = False
+        current_gtid: str | None = None
+        gtid_begin, gtids_before = start.pos, str(start.gtids)
         plans = self._plans
         for event in stream:
             if self._stopping.is_set():
@@ -244,17 +297,18 @@ class MariaDbLogReader(LogReader[Any]):
                 continue
             if isinstance(event, MariadbGtidEvent):
                 gtid = (event.domain_id, event.server_id, event.gtid_seq_no)
+                gtid_begin, gtids_before = end - packet.event_size, str(gtids)
                 gtids = gtids.with_gtid(*gtid)
+                current_gtid = event.gtid
                 tx = BinlogTx(gtid_number(*gtid), event.gtid, file, event.timestamp * 1_000_000, last_end,
                               event.server_id, position(file, end - packet.event_size))
                 changes, query = [], None
                 if not self._gtid_source_captured(f"{event.domain_id}-{event.server_id}"):
                     tx = None  # gtid.source.includes/excludes: its DML is skipped, its GTID still counts
                     self._passed_later = True
-                if event.flags & 0x01:  # FL_STANDALONE: a DDL statement, no COMMIT follows
+                standalone = bool(event.flags & 0x01)  # FL_STANDALONE: a DDL statement, no COMMIT follows
+                if standalone:
                     tx = None
-                    plans.forget()  # TODO(issue 16, schema history): parse the DDL; re-read the columns for now
-                    self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
                 continue
             if isinstance(event, MariadbAnnotateRowsEvent):
                 query = event.sql_statement.decode("utf-8", "replace")
@@ -271,7 +325,21 @@ class MariaDbLogReader(LogReader[Any]):
                                                       and event.query.strip().upper() == "COMMIT")
             if isinstance(event, QueryEvent) and not ends_tx:
                 if event.query.strip().upper() != "BEGIN":
-                    plans.forget()  # DDL inside a GTID group: re-read the columns (see above)
+                    at = end - packet.event_size
+                    where = f"binlog {file} position {at} (GTID {current_gtid or 'none'})"
+                    database = event.schema.decode("utf-8", "replace")
+                    changed = plans.apply_ddl(event.query, database, where)
+                    if changed:
+                        after = Resume(file, end, gtids, event.timestamp, packet.server_id)
+                        if standalone:
+                            self._resumes[after.position] = after
+                        ddl = StreamedDdl(file, at, current_gtid, packet.server_id, event.timestamp, gtid_begin,
+                                          gtids_before)
+                        ddl_resume = after if standalone else self._resumes.get(last_end or 0, start)
+                        self._hand_over([self._recorder.streamed(event.query, database, changed, ddl, ddl_resume)])
+                    if standalone:
+                        standalone = False
+                        self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
                 continue
             if ends_tx and tx is None and self._passed_later:
                 self._passed(Resume(file, end, gtids, event.timestamp, packet.server_id))
@@ -283,9 +351,8 @@ class MariaDbLogReader(LogReader[Any]):
                     self._resumes[end_position] = resume
                     begin = TransactionBegin(tx.xid, end_position, tx.commit_ts_us, last_end, tx.begin_position)
                     commit = TransactionCommit(tx.xid, end_position, end_position, tx.commit_ts_us)
-                    self._put([begin, *changes, commit])
+                    self._hand_over([begin, *changes, commit], end_position)
                     last_end = self._last_commit = end_position
-                    self._stream_end = end_position
                 else:
                     self._passed(resume)
                 tx, changes, query = None, [], None
@@ -300,9 +367,18 @@ class MariaDbLogReader(LogReader[Any]):
         return not any(pattern.fullmatch(source) for pattern in binlog.gtid_source_excludes)
 
     def _passed(self, resume: Resume) -> None:
-        """A point between transactions with nothing to send: the stream end moves there."""
+        """A point between transactions with nothing to send: the stream end moves there once ``poll`` handed out
+        everything queued before it."""
         self._resumes[resume.position] = resume
-        self._stream_end = resume.position
+        self._pass_mark = (self._queued, resume.position)
+
+
+@dataclass(frozen=True, slots=True)
+class _Handed:
+    """One queue entry: a whole transaction's items (or a DDL's records) and, for a transaction, its end."""
+
+    items: list[Any]
+    end: int | None
 
 
 def _as_source_error(exc: BaseException, start: Resume) -> BaseException:

@@ -33,14 +33,16 @@ from signaller.sources.mariadb.connection import Endpoint
 from signaller.sources.mariadb.positions import gtid_of_number, position
 from signaller.sources.mariadb.reader import MariaDbLogReader
 from signaller.sources.mariadb.row_text import MariaDbColumn
+from signaller.sources.mariadb.schema_recorder import SchemaRecorder
 from signaller.sources.mariadb.schemas import MariaDbSchemaProvider, MariaDbTableInfo, ValueConversion
 from signaller.sources.mariadb.source_block import BinlogSourceBlock, debezium_version
 from signaller.sources.mariadb.values import TypeModes
 
 
 def type_modes(config: SignallerConfig) -> TypeModes:
-    """The MariaDB value modes of ``config`` (an unset or ``adaptive`` ``time.precision.mode`` is
-    ``adaptive_time_microseconds``, the binlog connectors' default)."""
+    """The MariaDB value modes of ``config`` (an unset ``time.precision.mode``, whose declared default is
+    PostgreSQL's ``adaptive``, is ``adaptive_time_microseconds``, the binlog connectors' default; the configuration
+    refuses an explicit ``adaptive`` for these connectors)."""
     types = config.types
     precision = types.time_precision_mode.value
     if precision == "adaptive" or "time.precision.mode" not in config.raw:
@@ -56,10 +58,11 @@ class MariaDbSource(Source[BinlogChange]):
         self._config = config
         self.catalog = Catalog(config)
         self._plans = TablePlans(config, Catalog(config), type_modes(config))
-        self._log = MariaDbLogReader(config, self.catalog, self._plans)
+        connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
+        self._recorder = SchemaRecorder(config, self.catalog, self._plans, connector, debezium_version(connector))
+        self._log = MariaDbLogReader(config, self.catalog, self._plans, self._recorder)
         endpoint = Endpoint.of(config)
         snapshot = config.snapshot
-        connector = "mysql" if config.connector.connector_class == MYSQL_CONNECTOR else "mariadb"
         self._chunks = MariaDbChunkReader(
             endpoint, snapshot.signal_data_collection, snapshot.watermarking_strategy.value, position_of=position,
             watermark_keys=WATERMARK_KEYS_BEFORE_3_7 if connector == "mariadb" else None)
@@ -105,7 +108,7 @@ class MariaDbSource(Source[BinlogChange]):
     def _conversion(self, info: MariaDbTableInfo) -> ValueConversion:
         """The stream's conversion of ``info``'s columns: its plan's converters, one per captured column;
         ``TerminalSourceError`` when the catalog's captured columns are not the plan's (the table was altered
-        and the stream has not re-read it yet; the snapshot of the table ends with ``SQL_EXCEPTION``). A value
+        and the stream has not reached that DDL yet; the snapshot of the table ends with ``SQL_EXCEPTION``). A value
         the chunk's text leaves None in a ``NOT NULL`` column (a zero date) gets the plan's fallback, as the
         stream's rows do (:meth:`~signaller.sources.mariadb.changes.TablePlan.row`)."""
         plan = self._plan(info.table_id)
@@ -136,13 +139,21 @@ class MariaDbSource(Source[BinlogChange]):
 
     def prepare(self) -> list[TableId]:
         """Check the binlog settings (``TerminalSourceError`` naming each missing one) and read the server's
-        ``@@server_id`` (the ``server_id`` of READs); the captured tables, sorted.
-        Every ``snapshot.mode`` is accepted: ``initial``/``when_needed`` queue an incremental snapshot of the
-        captured tables at the first start (the capture loop's), the stream starting at the server's current
-        position in every mode."""
+        ``@@server_id`` (the ``server_id`` of READs); the captured tables, sorted. The stream's schema is set
+        when the log opens (:class:`~signaller.sources.mariadb.schema_recorder.SchemaRecorder`: the start-up
+        schema snapshot at the stream's start position on a first start, taken just after that position is read:
+        a DDL statement in between is caught by the stream's column check, a terminal error, never rows decoded
+        with wrong columns; the schema history up to the stored position on a restart). Every ``snapshot.mode``
+        is accepted: ``initial``/``when_needed`` queue an incremental snapshot of the captured tables at the
+        first start (the capture loop's), the stream starting at the server's current position in every mode."""
         self.catalog.check_binlog()
         self._block.server_id = self.catalog.server_id()
         return [table for table in self.catalog.tables() if self._plans.is_captured(table)]
+
+    @property
+    def schema_snapshot_taken(self) -> bool:
+        """Whether opening the log took the start-up schema snapshot (a first start)."""
+        return self._recorder.snapshot_taken
 
     def offset_keys(self, position: int, /) -> dict[str, Any] | None:
         """Debezium's MySQL/MariaDB offset keys of ``position`` (``file``, ``pos``, ``gtids``, ``ts_sec``,
@@ -166,3 +177,4 @@ class MariaDbSource(Source[BinlogChange]):
         """Close the catalog connections (the schema provider's too); never raises."""
         self.catalog.close()
         self._schemas.close()
+        self._recorder.close()

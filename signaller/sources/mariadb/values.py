@@ -28,11 +28,14 @@ Mapping, default modes (Debezium ``BinlogValueConverters``/``JdbcValueConverters
 ``set`` → ``io.debezium.data.EnumSet`` (the empty set ``""``), ``json`` (MySQL's own type) →
 ``io.debezium.data.Json`` but MariaDB's ``JSON`` (a ``longtext`` with ``json_valid``) a plain string, the
 text as stored (Debezium's MariaDB connector sees a ``longtext``), ``uuid`` → ``io.debezium.data.Uuid``
-text, character types → string, ``binary``/``varbinary``/``blob`` → bytes (per
+text, character types → string (any character set: the binlog's bytes decoded as
+:mod:`~signaller.sources.mariadb.charsets` says, the snapshot's text as the server converts it),
+``binary``/``varbinary``/``blob`` → bytes (per
 ``binary.handling.mode``; ``binary(n)`` right-padded with zero bytes), spatial types →
 ``io.debezium.data.geometry.Geometry`` version 1 ``{wkb, srid}`` (``point`` →
 ``io.debezium.data.geometry.Point``), as the MariaDB connector 3.5.0.Final writes them.
-``time.precision.mode=connect`` gives Connect's ``Date``/``Time``/``Timestamp``. Pure; no I/O.
+``time.precision.mode=connect`` gives Connect's ``Date``/``Time``/``Timestamp`` (a ``TIME`` outside
+``00:00:00``..``23:59:59.999999`` is null, as Debezium writes it). Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from uuid import UUID
 import orjson
 
 from signaller.errors import DecodeError
+from signaller.sources.mariadb.charsets import python_encoding
 from signaller.wire.columns import ColumnCodec
 from signaller.wire.connect import GEOMETRY_V1, POINT, decimal_node, schema_node, with_optional
 from signaller.wire.numbers import JavaFloat, b64, double_payload, to_float32, unscaled_bytes
@@ -108,8 +112,9 @@ class MariaDbColumn:
 @dataclass(frozen=True, slots=True)
 class TypeModes:
     """The type-related modes (Debezium's names and values): ``decimal.handling.mode``, ``time.precision.mode``
-    (``adaptive_time_microseconds``, the MySQL/MariaDB default, or ``connect``; ``adaptive`` reads as the
-    former for these types), ``bigint.unsigned.handling.mode``, ``binary.handling.mode``."""
+    (``adaptive_time_microseconds``, the MySQL/MariaDB default, or ``connect``; the configuration refuses an
+    explicit ``adaptive``, as Debezium's binlog connectors do), ``bigint.unsigned.handling.mode``,
+    ``binary.handling.mode``."""
 
     decimal: str = "precise"
     time_precision: str = "adaptive_time_microseconds"
@@ -235,6 +240,17 @@ def _micros_of(value: Any) -> int:
     raise DecodeError(f"not a time value: {value!r}")
 
 
+_DAY_MICROS: Final = 86_400_000_000
+
+
+def _connect_time(value: Any) -> int | None:
+    """Connect's ``Time`` (milliseconds past midnight) of a TIME value; None (as Debezium's MariaDB connector
+    writes it) for a value outside ``00:00:00``..``23:59:59.999999``, which a time of day cannot hold: negative
+    times and times of 24 hours or more."""
+    micros = _micros_of(value)
+    return micros // 1000 if 0 <= micros < _DAY_MICROS else None
+
+
 def _epoch_micros(value: Any) -> int | None:
     if isinstance(value, str):
         if value.startswith("0000"):
@@ -259,7 +275,7 @@ def _temporal(column: MariaDbColumn, modes: TypeModes) -> tuple[dict[str, Any], 
         return _node("int32", name, 1), _date
     if kind == "time":
         if connect:
-            return _node("int32", "org.apache.kafka.connect.data.Time", 1), lambda v: _micros_of(v) // 1000
+            return _node("int32", "org.apache.kafka.connect.data.Time", 1), _connect_time
         return _node("int64", "io.debezium.time.MicroTime", 1), _micros_of
     if kind == "timestamp":
         def zoned(value: Any) -> str | None:
@@ -305,7 +321,7 @@ def _enum_set(column: MariaDbColumn) -> tuple[dict[str, Any], Convert]:
 
 
 def _text(column: MariaDbColumn) -> Convert:
-    encoding = _python_encoding(column.charset)
+    encoding = python_encoding(column.charset) or "utf-8"
 
     def text(value: Any) -> str:
         if isinstance(value, bytes | bytearray):
@@ -313,18 +329,6 @@ def _text(column: MariaDbColumn) -> Convert:
         return str(value)
 
     return text
-
-
-def _python_encoding(charset: str | None) -> str:
-    name = (charset or "utf8mb4").lower()
-    return {"utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "latin1": "cp1252", "binary": "latin-1",
-            "ascii": "ascii", "ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le",
-            "utf32": "utf-32-be", "gbk": "gbk", "big5": "big5", "sjis": "shift_jis", "cp932": "cp932",
-            "euckr": "euc_kr", "ujis": "euc_jp", "eucjpms": "euc_jp", "gb2312": "gb2312", "gb18030": "gb18030",
-            "koi8r": "koi8_r", "koi8u": "koi8_u", "greek": "iso8859_7", "hebrew": "iso8859_8",
-            "latin2": "iso8859_2", "latin5": "iso8859_9", "latin7": "iso8859_13", "cp1250": "cp1250",
-            "cp1251": "cp1251", "cp1256": "cp1256", "cp1257": "cp1257", "cp850": "cp850", "cp852": "cp852",
-            "cp866": "cp866", "tis620": "tis_620"}.get(name, "utf-8")
 
 
 def _json(value: Any) -> str:
@@ -499,7 +503,8 @@ def required_fallback(node: Mapping[str, Any]) -> Any:
 
 def modes_from(settings: Mapping[str, str], raw: Mapping[str, str]) -> TypeModes:
     """The :class:`TypeModes` of a configuration's mode values (``settings``: property → value text); an unset
-    ``time.precision.mode`` (not in ``raw``) or ``adaptive`` is MariaDB's default ``adaptive_time_microseconds``."""
+    ``time.precision.mode`` (not in ``raw``; its declared default is PostgreSQL's ``adaptive``) is MariaDB's default
+    ``adaptive_time_microseconds`` (an explicit ``adaptive`` is refused by the configuration already)."""
     precision = settings.get("time.precision.mode", "adaptive_time_microseconds")
     if precision == "adaptive" or "time.precision.mode" not in raw:
         precision = "adaptive_time_microseconds"

@@ -133,6 +133,8 @@ class Change:
 
 MESSAGE_PREFIX = "signaller"
 """Logical decoding messages with this prefix are surfaced as ``LogicalMessage`` items."""
+POSITION_REQUEST_S = 0.01
+"""The shortest interval between two ``request_position`` status updates."""
 
 Item = Change | TxBegin | TxCommit | LogicalMessage
 
@@ -209,6 +211,7 @@ class PostgresLogReader(LogReader[Item]):
         self._tx = TxBegin(0, 0, 0, None)
         self._skip = set(config.events.skipped_operations)
         self.wal_end = 0
+        self._next_position_request = 0.0
 
     def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         override = self._config.capture.key_columns_for(namespace, table)
@@ -307,6 +310,19 @@ class PostgresLogReader(LogReader[Item]):
             self._cursor.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
         except psycopg2.Error as exc:
             raise translate(exc, "sending the standby status update") from exc
+
+    def request_position(self) -> None:
+        """A standby status update asking for a reply (at most every ``POSITION_REQUEST_S``): the server answers
+        with a keepalive carrying its WAL position, which the next :meth:`poll` reads into :attr:`stream_end`.
+        The positions sent are the last acknowledged ones (psycopg2 never moves them back)."""
+        now = time.monotonic()
+        if self._cursor is None or now < self._next_position_request:
+            return
+        self._next_position_request = now + POSITION_REQUEST_S
+        try:
+            self._cursor.send_feedback(reply=True)
+        except psycopg2.Error as exc:
+            raise translate(exc, "asking for the server's WAL position") from exc
 
     def keepalive(self) -> None:
         """Send a status update without moving the position (keeps the stream alive)."""

@@ -1,0 +1,231 @@
+"""Where an incremental snapshot's chunk reads run, and what one read does.
+
+A window's database work (open watermark, chunk query, close watermark; read-only mode: the chunk
+with its visibility and high watermark) is one call, :func:`read_window`; fetching the next slice of
+a chunk read through a server-side cursor is another, :func:`fetch_rest`. The engine hands them to
+a :class:`Reads`: :class:`ThreadReads` (the runtime's) runs them on one worker thread, so the capture
+loop goes on streaming (and deduplicating against the window) while the query runs;
+:class:`InlineReads` runs them at once on the caller's thread (tests, tools). Either way the engine
+takes the result on the loop's thread (``IncrementalSnapshotter.poll_reads``), and at most one
+call is in flight: the chunk reader is used by one thread at a time, never concurrently.
+
+A chunk that comes back empty (no error) leaves its window open, as Debezium's: the engine finishes
+the table, prepares the next queued one on the loop's thread (no read is in flight then) and reads
+its first chunk in the same window (:func:`read_window` with the request's ``opened``: no second
+open watermark, the markers keep the first table's ``dataCollectionId``), or closes the window
+(a request without a table) when no table is left. So a table adds no window of its own to the
+signal table; and as Debezium's, a window opens even when every queued table is skipped before its
+first chunk (no primary key, no row): the engine prepares tables before the read, but the window's
+metadata names the head as it was before, and a window with no table to read opens and closes.
+
+The DBLog rule holds as when the calls ran on the loop's thread: the open watermark is committed
+before the chunk query starts, the close watermark after it ends (also when it fails), and the
+stream events between the two markers are matched against the window's rows whenever the result
+arrives (the window is waiting for its rows from the open marker on). Nothing here survives a
+restart: a read in flight when the process dies is read again from the stored last key.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from signaller.errors import SourceError
+from signaller.snapshot import notifications as notes
+from signaller.sources.base import (
+    ChunkQueryError,
+    ChunkReader,
+    ChunkRest,
+    ChunkTable,
+    Key,
+    RawRow,
+    TransactionVisibility,
+)
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Pending(Protocol[T_co]):
+    """A call handed to :class:`Reads`: whether it finished, and its result (waiting for it)."""
+
+    def done(self) -> bool:
+        """Whether the call finished (``result`` then returns at once)."""
+        ...
+
+    def result(self) -> T_co:
+        """The call's return value, waiting for it to finish; raises what the call raised."""
+        ...
+
+
+class Reads(Protocol):
+    """Runs the engine's database calls, one at a time, in the order submitted."""
+
+    def submit(self, work: Callable[[], T], /) -> Pending[T]:
+        """Start ``work``; its result comes through the returned :class:`Pending`."""
+        ...
+
+    def close(self) -> None:
+        """Wait for the call in flight, if any, and release the worker; never raises."""
+        ...
+
+
+@dataclass
+class _Done(Generic[T]):
+    value: T | None = None
+    error: BaseException | None = None
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> T:
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]
+
+
+class InlineReads(Reads):
+    """Runs every call at once on the caller's thread (the result is ready when ``submit`` returns)."""
+
+    def submit(self, work: Callable[[], T], /) -> Pending[T]:
+        """Run ``work`` now; what it raises is kept for ``result``."""
+        try:
+            return _Done(work())
+        except BaseException as exc:  # handed to the caller through result(), as a worker would
+            return _Done(error=exc)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class ThreadReads(Reads):
+    """Runs the calls on one worker thread (``signaller-chunks``), started with the first call."""
+
+    def __init__(self) -> None:
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def submit(self, work: Callable[[], T], /) -> Pending[T]:
+        """Queue ``work`` on the worker thread."""
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="signaller-chunks")
+        return self._pool.submit(work)
+
+    def close(self) -> None:
+        """Wait for the call in flight (a chunk query ends within its statement's time) and stop the thread."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class ChunkRequest:
+    """One window's read: ``lower < key <= upper``, at most ``limit`` rows of ``table`` (None: nothing to read,
+    the window only opens and closes). ``first_fetch``:
+    read through the chunk reader's server-side cursor, this many rows before the close watermark (the rest
+    with :func:`fetch_rest`); None: the whole chunk at once. ``correlation_id`` and ``data_collection`` go
+    into the watermarks' metadata (as Debezium's). ``opened``: the chunk continues a window whose open
+    watermark (written at that instant) is already committed; None: the read opens its window."""
+
+    chunk_id: str
+    table: ChunkTable | None
+    lower: Key | None
+    upper: Key | None
+    limit: int
+    read_only: bool
+    first_fetch: int | None
+    correlation_id: str | None
+    data_collection: str
+    opened: str | None = None
+
+
+@dataclass
+class ChunkResult:
+    """What :func:`read_window` read: the rows (possibly none), the rest of a streamed chunk, read-only mode's
+    visibility and high watermark, the seconds the query took, or the query's ``error`` (the table then ends
+    ``SQL_EXCEPTION``). ``open_since``: the chunk was empty and its window is left open (watermark mode, no
+    error; the open watermark's instant): the engine continues it with the next table or closes it."""
+
+    rows: list[RawRow] = field(default_factory=list)
+    rest: ChunkRest | None = None
+    visible: TransactionVisibility | None = None
+    high: int = 0
+    seconds: float = 0.0
+    error: ChunkQueryError | SourceError | None = None
+    open_since: str | None = None
+
+
+@dataclass
+class RestSlice:
+    """What :func:`fetch_rest` fetched: rows (fewer than asked: the chunk is complete), or the fetch's ``error``."""
+
+    rows: list[RawRow]
+    error: ChunkQueryError | SourceError | None = None
+
+
+def read_window(chunks: ChunkReader, request: ChunkRequest) -> ChunkResult:
+    """One window's database work. Watermark mode: the open watermark (committed; not when the request
+    continues a window, ``opened``), the chunk query, the close watermark (written even when the query failed;
+    the query's failure is the result's ``error``), except after an empty chunk: the window is then left open
+    (the result's ``open_since``). Read-only mode: ``read_chunk_visible``, nothing written. Raises
+    ``SourceError`` only when a watermark could not be written (the session is retried)."""
+    started = time.monotonic()
+    if request.read_only:
+        if request.table is None:
+            return ChunkResult()
+        try:
+            rows, visible, high = chunks.read_chunk_visible(request.table, request.lower, request.upper, request.limit)
+        except (ChunkQueryError, SourceError) as exc:
+            return ChunkResult(error=exc)
+        return ChunkResult(rows, None, visible, high, time.monotonic() - started)
+    opened = request.opened
+    if opened is None:
+        opened = notes.java_instant(time.time())
+        metadata: dict[str, Any] = {"openWindowTimestamp": opened, "correlationId": request.correlation_id,
+                                    "dataCollectionId": request.data_collection}
+        chunks.write_marker(request.chunk_id, True, metadata)
+    if request.table is None:
+        return close_window(chunks, request, opened)
+    result, leave_open = ChunkResult(), False
+    try:
+        result = _select(chunks, request.table, request)
+        result.seconds = time.monotonic() - started
+        leave_open = not result.rows
+    except (ChunkQueryError, SourceError) as exc:
+        result = ChunkResult(error=exc)
+    finally:
+        if not leave_open:
+            close_window(chunks, request, opened)
+    if leave_open:
+        if result.rest is not None:
+            result.rest.close()
+        result.rest, result.open_since = None, opened
+    return result
+
+
+def close_window(chunks: ChunkReader, request: ChunkRequest, opened: str) -> ChunkResult:
+    """Write the close watermark of the window ``request`` opened at ``opened`` (its metadata: the request's
+    correlation id and data collection, as the open one's); an empty result. Raises ``SourceError`` when it
+    could not be written (the session is retried)."""
+    close = {"openWindowTimestamp": opened, "closeWindowTimestamp": notes.java_instant(time.time()),
+             "correlationId": request.correlation_id, "dataCollectionId": request.data_collection}
+    chunks.write_marker(request.chunk_id, False, close)
+    return ChunkResult()
+
+
+def _select(chunks: ChunkReader, table: ChunkTable, request: ChunkRequest) -> ChunkResult:
+    streaming = getattr(chunks, "read_chunk_streaming", None)
+    if request.first_fetch is None or streaming is None:
+        return ChunkResult(chunks.read_chunk(table, request.lower, request.upper, request.limit))
+    rows, rest = streaming(table, request.lower, request.upper, request.limit, request.first_fetch)
+    return ChunkResult(rows, rest)
+
+
+def fetch_rest(rest: ChunkRest, count: int) -> RestSlice:
+    """The next ``count`` rows at most of a streamed chunk; its failure is the slice's ``error``."""
+    try:
+        return RestSlice(rest.fetch(count))
+    except (ChunkQueryError, SourceError) as exc:
+        return RestSlice([], exc)

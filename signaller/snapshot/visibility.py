@@ -1,0 +1,58 @@
+"""Read-only snapshots: the streamed changes a chunk's snapshot may not have seen yet.
+
+A read-only window has no open marker: its chunk is read in a snapshot of the database
+(``ChunkReader.read_chunk_visible``), and a streamed change supersedes the chunk's row unless that
+snapshot saw the change's transaction (``TransactionVisibility.sees``). Being streamed does not make a
+transaction visible: PostgreSQL writes and flushes a commit record (which logical decoding may then
+send at once) before the committing backend leaves the process array, and only then do new snapshots
+see it; under CPU load that gap is long enough for the capture loop to stream the change and start
+the next chunk's read before it closes. Such a change was streamed before its window opened, yet the
+chunk shows the row as it was before the change: its READ would reach Kafka after the change and set
+the row back (a deleted row comes back).
+
+So the engine keeps the changes streamed lately (:class:`RecentChanges`) and, when a read returns,
+matches every one its snapshot did not see against the window, wherever it was streamed relative to
+the window. After a read, only the changes that read did not see are kept (a snapshot taken later
+sees whatever an earlier one saw); in between, the newest ``limit`` changes are kept (the oldest go
+first: a change sits in the gap only while its transaction commits). Pure logic, one thread; nothing
+here survives a restart (a restarted session streams from the stored offsets, and chunks are read
+again after the last emitted key).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+
+from signaller.model import ChangeEvent
+from signaller.sources.base import TransactionVisibility
+
+RECENT_CHANGES = 8192
+"""Changes kept between two reads (about a few MB of events): far more than a commit's visibility gap
+spans, at any rate the stream can deliver."""
+
+
+class RecentChanges:
+    """The changes streamed lately, oldest first, at most ``limit`` (see the module docstring)."""
+
+    def __init__(self, limit: int = RECENT_CHANGES) -> None:
+        self._changes: deque[ChangeEvent] = deque(maxlen=limit)
+
+    def add(self, event: ChangeEvent) -> None:
+        """A change was streamed (call in stream order); the oldest one kept goes when ``limit`` is reached."""
+        self._changes.append(event)
+
+    def unseen_by(self, visible: TransactionVisibility) -> Iterator[ChangeEvent]:
+        """The changes a read with ``visible`` did not see, oldest first; the ones it saw are forgotten (every
+        later read sees them too). A change without a transaction id counts as unseen."""
+        kept = [event for event in self._changes if event.tx_id is None or not visible.sees(event.tx_id)]
+        self._changes.clear()
+        self._changes.extend(kept)
+        return iter(kept)
+
+    def clear(self) -> None:
+        """Forget every change (no read-only snapshot runs)."""
+        self._changes.clear()
+
+    def __len__(self) -> int:
+        return len(self._changes)
