@@ -13,9 +13,10 @@ then slices, while ``fetching``) ahead of the READs. As Debezium's, a window who
 empty finishes its table and reads the next queued table's first chunk before its close watermark
 (one window, the first table's markers). A closed window's READs go out in slices between stream
 batches (``emit_pending``), a row only if no streamed change of its key was seen since the open
-marker. Chunk rows stay as the source's text until their slice is emitted. The durable state is
-``state`` (immutable; a new object after each change); it moves to the window's last key once the
-window's last READ was emitted; a read in flight at a restart is read again from there.
+marker, nor one before it whose transaction the chunk's snapshot did not see (``visibility``). Chunk
+rows stay as the source's text until their slice is emitted. The durable state is ``state``
+(immutable; a new object after each change); it moves to the window's last key once the window's
+last READ was emitted; a read in flight at a restart is read again from there.
 
 Contracts: ``apply`` never raises (except a ``SinkError``: Kafka failing), every problem becomes a
 rejected ``SignalOutcome`` with a reason; signal patterns are matched with RE2. Every row a chunk
@@ -68,7 +69,7 @@ from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal
 from signaller.snapshot.state import Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime, build_status, in_progress, key_text, scan_status
 from signaller.snapshot.tables import PreparedTable, TableCatalog, start_table
-from signaller.snapshot.visibility import RecentChanges
+from signaller.snapshot.visibility import RecentChanges, unseen
 from signaller.snapshot.window import Window, row_identity
 from signaller.sources.base import (
     ChangeT,
@@ -266,31 +267,31 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     # -- the stream -----------------------------------------------------------------------
     def on_stream_change(self, change: ChangeT) -> None:
         """Deduplicate: a streamed change evicts the buffered rows with the chunk-key values of its
-        before and of its after image (read-only mode: only a change the chunk's snapshot did not
-        see; every change is also kept in ``RecentChanges`` and matched when the next read returns, for a
-        change streamed before its transaction was visible). Each image supersedes at most one row: any
-        further row it removes is counted as lost."""
-        if self._read_only:
-            self._recent.add(change.event)
+        before and of its after image, from the open marker on (read-only mode: only a change the chunk's
+        snapshot did not see) and, before it, a change the chunk's read did not see (``visibility``: its
+        commit can precede the open marker in the log and still be invisible to the read); every change
+        is also kept in ``RecentChanges`` and matched when the next read returns. Each image supersedes at
+        most one row: any further row it removes is counted as lost."""
+        event = change.event
+        self._recent.add(event)
         window = self._window
         if window.watching:
-            event = change.event
             table = str(event.table)
             if table != window.table:
                 window.hold(table, event)  # the window may move on to that table (an empty chunk)
-                return
-            if not self._read_only or self._visible is not None:  # else matched once the read returns
+            elif not self._read_only or unseen(self._visible, event):  # read-only: matched once the read returns
                 self._supersede(event)
+        elif window.pending and not window.is_open and unseen(self._visible, event):
+            self._supersede(event, unseen=True)
 
-    def _supersede(self, event: ChangeEvent) -> None:
-        if self._visible is not None and event.tx_id is not None and self._visible.sees(event.tx_id):
-            return
+    def _supersede(self, event: ChangeEvent, *, unseen: bool = False) -> None:
         table = str(event.table)
+        record = self._window.on_unseen_key if unseen else self._window.on_stream_key
         for image in (event.before, event.after):
             if image is not None:
                 identity = row_identity(image, self._window_keys)
                 if identity is not None:
-                    self._window.on_stream_key(table, identity)
+                    record(table, identity)
 
     def on_position(self, lsn: int, position: tuple[int | None, int | None]) -> None:
         """Read-only mode: the log has been read up to ``lsn``; once past the chunk's high
@@ -396,14 +397,14 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         table = "" if prepared is None else str(prepared.info.table_id)
         self._window.fill(request.chunk_id, table, (), complete=False, later=later)
         if self._read_only:
-            self._visible, self._high_lsn = None, 0
+            self._high_lsn = 0
             self._window.open(request.chunk_id)
         self._start_read(prepared, request)
         self.poll_reads()
 
     def _start_read(self, prepared: PreparedTable[ChangeT] | None, request: ChunkRequest) -> None:
         self._window_keys, self._window_emitted = () if prepared is None else tuple(n for n, _ in prepared.chunk.key), 0
-        self._job_lower, self._window_request = request.lower, request
+        self._job_lower, self._window_request, self._visible = request.lower, request, None
         self._job = self._reads.submit(functools.partial(read_window, self._chunks, request))
 
     def _continue_window(self, opened: str) -> None:
@@ -504,11 +505,10 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             else:  # the markers still open and close the (empty) window
                 self._window.complete_chunk()
             return
-        if self._read_only:
-            self._visible, self._high_lsn = result.visible, result.high
-            if result.visible is not None:  # whenever streamed: before the window opened too (``visibility``)
-                for event in self._recent.unseen_by(result.visible):
-                    self._supersede(event)
+        self._visible, self._high_lsn = result.visible, result.high
+        if result.visible is not None:  # whenever streamed: before the window opened too (``visibility``)
+            for event in self._recent.unseen_by(result.visible):
+                self._supersede(event, unseen=True)
         self._window.extend(result.rows)
         runtime.rows_read += len(result.rows)
         self._rest = result.rest

@@ -21,7 +21,9 @@ metadata names the head as it was before, and a window with no table to read ope
 The DBLog rule holds as when the calls ran on the loop's thread: the open watermark is committed
 before the chunk query starts, the close watermark after it ends (also when it fails), and the
 stream events between the two markers are matched against the window's rows whenever the result
-arrives (the window is waiting for its rows from the open marker on). Nothing here survives a
+arrives (the window is waiting for its rows from the open marker on). The chunk query reports its
+snapshot's visibility too (``ChunkReader.read_chunk_seen``): a transaction whose commit precedes the
+open marker in the log may still be invisible to it (``signaller.snapshot.visibility``). Nothing here survives a
 restart: a read in flight when the process dies is read again from the stored last key.
 """
 
@@ -143,10 +145,11 @@ class ChunkRequest:
 
 @dataclass
 class ChunkResult:
-    """What :func:`read_window` read: the rows (possibly none), the rest of a streamed chunk, read-only mode's
-    visibility and high watermark, the seconds the query took, or the query's ``error`` (the table then ends
-    ``SQL_EXCEPTION``). ``open_since``: the chunk was empty and its window is left open (watermark mode, no
-    error; the open watermark's instant): the engine continues it with the next table or closes it."""
+    """What :func:`read_window` read: the rows (possibly none), the rest of a streamed chunk, the visibility of
+    the read's snapshot (None: the reader cannot tell), read-only mode's high watermark, the seconds the query
+    took, or the query's ``error`` (the table then ends ``SQL_EXCEPTION``). ``open_since``: the chunk was empty
+    and its window is left open (watermark mode, no error; the open watermark's instant): the engine continues
+    it with the next table or closes it."""
 
     rows: list[RawRow] = field(default_factory=list)
     rest: ChunkRest | None = None
@@ -216,11 +219,13 @@ def close_window(chunks: ChunkReader, request: ChunkRequest, opened: str) -> Chu
 
 
 def _select(chunks: ChunkReader, table: ChunkTable, request: ChunkRequest) -> ChunkResult:
+    """The chunk query with the visibility of its snapshot (``signaller.snapshot.visibility``)."""
     streaming = getattr(chunks, "read_chunk_streaming", None)
     if request.first_fetch is None or streaming is None:
-        return ChunkResult(chunks.read_chunk(table, request.lower, request.upper, request.limit))
-    rows, rest = streaming(table, request.lower, request.upper, request.limit, request.first_fetch)
-    return ChunkResult(rows, rest)
+        rows, visible = chunks.read_chunk_seen(table, request.lower, request.upper, request.limit)
+        return ChunkResult(rows, None, visible)
+    rows, rest, visible = streaming(table, request.lower, request.upper, request.limit, request.first_fetch)
+    return ChunkResult(rows, rest, visible)
 
 
 def fetch_rest(rest: ChunkRest, count: int) -> RestSlice:

@@ -1,16 +1,17 @@
 """The DBLog window: the rows of one chunk, read between the open and close watermarks, and emitted
 after the close one, in slices. Pure logic, no I/O.
 
-Contract: ``fill`` happens after the open watermark was written and before the close watermark
-was written. Stream events arriving before the open marker are ignored (the chunk SELECT already
-saw their effect); from the open marker until the window's last row is taken, every stream event
-of the window's table records its row identity (``on_stream_key``), and a row whose identity was
-recorded is superseded (the stream carries a state at least as new, sent before the row would be):
-the caller drops it (``superseded``). After ``close`` the caller takes the rows in chunk order
-(``take``), a slice at a time, between stream batches; ``finish`` ends the window. A chunk may
-also arrive in slices (``fill`` with ``complete=False``, then ``extend``, then ``complete``): rows
-read later belong to the same snapshot, taken between the watermarks. A marker of another chunk
-(left over from before a restart) does nothing.
+Contract: ``fill`` happens after the open watermark was written and before the close watermark was
+written. Stream events arriving before the open marker are ignored (the chunk SELECT already saw
+their effect), except those the caller knows the SELECT did not see (``on_unseen_key``); from the
+open marker until the window's last row is taken, every stream event of the window's table records
+its row identity (``on_stream_key``), and a row whose identity was recorded is superseded (the
+stream carries a state at least as new, sent before the row would be): the caller drops it
+(``superseded``). After ``close`` the caller takes the rows in chunk order (``take``), a slice at a
+time, between stream batches; ``finish`` ends the window. A chunk may also arrive in slices
+(``fill`` with ``complete=False``, then ``extend``, then ``complete``): rows read later belong to
+the same snapshot, taken between the watermarks. A marker of another chunk (left over from before a
+restart) does nothing.
 
 Supersession is checked lazily, when a row is taken: a window whose table saw no stream change
 (the common case) costs no identity at all. The identity of a row is its chunking key (primary key,
@@ -113,6 +114,15 @@ class Window(Generic[Row]):
         """A streamed change of ``table`` whose row image has identity ``key``: from the open marker until the last
         row is taken, rows with that identity are superseded. Returns whether it was recorded."""
         if not self.watching or table != self.table:
+            return False
+        self._seen.add(key)
+        return True
+
+    def on_unseen_key(self, table: str, key: Hashable) -> bool:
+        """A change of ``table`` whose row image has identity ``key`` and which the chunk's read did not see
+        (``signaller.snapshot.visibility``), streamed whenever (before the open marker too): as ``on_stream_key``,
+        while rows are still to be read or taken. Returns whether it was recorded."""
+        if self.chunk_id is None or table != self.table or (self.complete and self._next >= len(self._rows)):
             return False
         self._seen.add(key)
         return True

@@ -108,9 +108,10 @@ ItemT_co = TypeVar("ItemT_co", covariant=True)
 
 
 class TransactionVisibility(Protocol):
-    """Which transactions a chunk's read saw (read-only snapshots, no watermark writes): a streamed
-    change of a transaction the read saw is already in the chunk, so it must not evict the chunk's
-    row; any other change must."""
+    """Which transactions a chunk's read saw: a streamed change of a transaction the read saw is
+    already in the chunk; a change of one it did not see must evict the chunk's row (read-only
+    snapshots, no watermark writes: any such change; watermark mode: also one streamed before the
+    open marker, whose commit is in the log before the read's snapshot could see it)."""
 
     def sees(self, tx_id: int, /) -> bool:
         """Whether the read saw the effects of transaction ``tx_id`` (as the stream numbers it), i.e.
@@ -217,6 +218,16 @@ class ChunkReader(Protocol):
         """At most ``limit`` rows with ``lower < key <= upper``, in key order: each the table's
         ``columns`` then the chunk key's values, every value as its type's text;
         ``ChunkQueryError`` if the query fails."""
+        ...
+
+    def read_chunk_seen(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                        limit: int) -> tuple[list[RawRow], TransactionVisibility | None]:
+        """Watermark mode's chunk query: the chunk as :meth:`read_chunk` reads it (one query, one
+        snapshot) and the visibility of that snapshot, or None if every transaction already in the
+        log is visible to a query started after it (no commit is in the log before it is visible).
+        An optional ``read_chunk_streaming(table, lower, upper, limit, first)`` returns the same
+        through a server-side cursor: the first ``first`` rows, the :class:`ChunkRest` (None when
+        complete) and the visibility. ``ChunkQueryError`` if the query fails."""
         ...
 
     def read_chunk_visible(self, table: ChunkTable, lower: Key | None, upper: Key | None,

@@ -138,7 +138,7 @@ def test_streaming_chunks_return_the_same_rows_in_slices(reader: MariaDbChunkRea
     sql.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, b varbinary(4))")
     sql.executemany(f"INSERT INTO {name} VALUES (%s, %s)", [(i, bytes([i % 256, 0])) for i in range(1, 1001)])
     table = ChunkTable(DB, name, ("id", "b"), (("id", "int(11)"),))
-    first, rest = reader.read_chunk_streaming(table, ("10",), ("900",), 500, 100)
+    first, rest, _ = reader.read_chunk_streaming(table, ("10",), ("900",), 500, 100)
     assert rest is not None
     rows = list(first)
     while slice_ := rest.fetch(150):
@@ -146,7 +146,7 @@ def test_streaming_chunks_return_the_same_rows_in_slices(reader: MariaDbChunkRea
     assert rows == reader.read_chunk(table, ("10",), ("900",), 500)
     assert [int(r[0]) for r in rows] == list(range(11, 511))
     assert rows[0][1] == "0b00", "bytes come as their hex text"
-    abandoned, rest = reader.read_chunk_streaming(table, None, None, 1000, 10)
+    abandoned, rest, _ = reader.read_chunk_streaming(table, None, None, 1000, 10)
     assert len(abandoned) == 10 and rest is not None
     rest.close()
     assert len(reader.read_chunk_streaming(table, None, ("5",), 1000, 10)[0]) == 5, "the reader works after a close"
@@ -217,6 +217,33 @@ def test_read_only_chunks_see_exactly_the_transactions_before_their_snapshot(rea
     assert not visible.sees(transaction_number(int(domain), int(seq)))
     sql.execute("SHOW BINARY LOGS")
     assert high > 0 and high >> 32 <= max(int(r[0].rsplit(".", 1)[1]) for r in sql.fetchall())
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streaming"])
+def test_watermark_chunks_report_what_their_snapshot_saw(reader: MariaDbChunkReader, sql: Any, name: str,
+                                                         streaming: bool) -> None:
+    """Watermark mode's chunk read (``read_chunk_seen`` / ``read_chunk_streaming``) reports its snapshot's GTID
+    position: a transaction committed before it is seen, one committed after it is not."""
+    sql.execute(f"CREATE TABLE {name} (id int PRIMARY KEY)")
+    sql.execute(f"INSERT INTO {name} VALUES (1)")
+    sql.execute("SELECT @@last_gtid")
+    before = sql.fetchall()[0][0]
+    table = ChunkTable(DB, name, ("id",), (("id", "int(11)"),))
+    if streaming:
+        rows, rest, visible = reader.read_chunk_streaming(table, None, None, 10, 5)
+        assert rest is None
+    else:
+        rows, visible = reader.read_chunk_seen(table, None, None, 10)
+    sql.execute(f"INSERT INTO {name} VALUES (2)")
+    sql.execute("SELECT @@last_gtid")
+    after = sql.fetchall()[0][0]
+    assert rows == [("1", "1")] and visible is not None
+    domain, _, seq = before.split("-")
+    assert visible.sees(transaction_number(int(domain), int(seq)))
+    domain, _, seq = after.split("-")
+    assert not visible.sees(transaction_number(int(domain), int(seq)))
+    assert reader.read_chunk_seen(table, None, None, 10)[0] == [("1", "1"), ("2", "2")], "no transaction left open"
+    assert reader.read_chunk_streaming(table, None, None, 10, 5)[0] == [("1", "1"), ("2", "2")]
 
 
 def test_the_schema_provider_describes_tables_and_converts_rows(endpoint: Endpoint, reader: MariaDbChunkReader,

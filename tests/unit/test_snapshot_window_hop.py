@@ -80,6 +80,10 @@ class TwoTables:
         self.work.append(("read", chunk.name, keys))
         return [(str(k), f"{chunk.name}{k}", str(k)) for k in keys]
 
+    def read_chunk_seen(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
+                        limit: int) -> tuple[list[tuple[str | None, ...]], None]:
+        return self.read_chunk(chunk, lower, upper, limit), None  # as a reader whose log holds only visible commits
+
     def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
         kind = "open" if is_open else "close"
         opens = sum(1 for done, _, _ in self.work if done == "open")

@@ -12,10 +12,12 @@ and applies user signals between batches. Hypothesis draws the interleaving: wri
 (insert, update, delete, key change) before the open marker, between the open marker and the chunk
 read, between the read and the close marker, and after it; signals (execute, pause, resume, stop,
 chunk size) and restarts (a new engine restored from a stored state, the topic cut at a point at
-or after everything that state covers) at random points. In read-only mode transactions have ids,
+or after everything that state covers) at random points. Transactions have ids,
 may be in progress across the chunk read or committed in the log (streamed) before snapshots see them
 (PostgreSQL flushes a commit record before the transaction leaves the process array), and the window
-is the chunk's MVCC snapshot plus a WAL high watermark.
+is the chunk's MVCC snapshot plus a WAL high watermark. In watermark mode too, transactions may be in
+progress across the chunk read or committed in the log before snapshots see them: such a commit can
+precede the open marker in the log and still be invisible to the chunk query.
 
 Properties, for every interleaving:
 
@@ -284,11 +286,16 @@ class FakeChunkSource:
 
     def read_chunk(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
                    limit: int) -> list[tuple[str | None, ...]]:
+        return self.read_chunk_seen(chunk, lower, upper, limit)[0]
+
+    def read_chunk_seen(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
+                        limit: int) -> tuple[list[tuple[str | None, ...]], VisibleSnapshot]:
         assert self.window_open, "chunk read outside the open/close markers"
         self.between("after-open")
+        snapshot = self.db.visible()
         rows = self._read(lower, upper, limit)
         self.between("after-read")
-        return rows
+        return rows, snapshot
 
     def read_chunk_visible(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
                            limit: int) -> tuple[list[tuple[str | None, ...]], VisibleSnapshot, int]:
@@ -400,18 +407,17 @@ class Simulation:
         return out
 
     def write(self) -> None:
-        """A writer transaction commits (read-only mode: possibly one begun earlier, or one begins)."""
+        """A writer transaction commits (possibly one begun earlier, or one begins)."""
         db = self.db
         if db.committing:  # a later writer waits for those (row locks, loosely)
             db.reveal()
-        if self.read_only:
-            choice = self.data.draw(WRITE_KINDS)
-            if choice == "begin" and len(db.pending) < 3:
-                db.begin()
-                return
-            if choice.startswith("commit") and db.pending:
-                db.commit(self._changes(), self.data.draw(st.sampled_from(db.pending)), visible=choice == "commit")
-                return
+        choice = self.data.draw(WRITE_KINDS)
+        if choice == "begin" and len(db.pending) < 3:
+            db.begin()
+            return
+        if choice.startswith("commit") and db.pending:
+            db.commit(self._changes(), self.data.draw(st.sampled_from(db.pending)), visible=choice == "commit")
+            return
         db.commit(self._changes())
 
     def concurrent_writes(self, stage: str) -> None:
@@ -752,6 +758,40 @@ def test_read_only_change_streamed_before_its_transaction_is_visible_supersedes_
         pass
     sim.tick()  # the chunk is read in a snapshot that still counts the delete's transaction as running
     assert sim.engine._visible is not None and not sim.engine._visible.sees(sim.db.log[-1].xid)
+    sim.db.reveal()
+    sim.drain()
+    check(sim)
+    assert (3,) not in [rec.key for rec in sim.emitted if rec.kind == "read"]
+
+
+def test_watermark_change_committed_before_the_open_marker_but_invisible_to_the_chunk_supersedes_the_read() -> None:
+    """Watermark mode: a delete's commit record precedes the open marker in the log (it is streamed before the
+    window opens), but the chunk query's snapshot, taken after the open marker committed, still counts the
+    delete's transaction as running (it has not left the process array): the chunk holds the row, and its READ
+    must not follow the delete into the topic (the row would come back)."""
+    sim = _scripted("int", 6, 10)
+    sim.signal("execute")
+    sim.db.begin()
+    sim.db.commit([("d", (3,), None, None)], sim.db.pending[-1], visible=False)
+    while sim.stream_one():  # the delete is streamed: no window is open yet
+        pass
+    sim.tick()  # open marker, a chunk read whose snapshot does not see the delete, close marker
+    assert [tx.marker.is_open for tx in sim.db.log if tx.marker is not None] == [True, False]
+    assert "3" in [row[0] for row in sim.engine._window._rows], "the chunk must still hold the deleted row"
+    sim.db.reveal()
+    sim.drain()
+    check(sim)
+    assert (3,) not in [rec.key for rec in sim.emitted if rec.kind == "read"]
+
+
+def test_watermark_change_streamed_after_the_read_but_before_the_open_marker_supersedes_the_read() -> None:
+    """As above, but the read's result arrives before the loop streams the delete (the read runs on the worker
+    thread): the delete, still before the open marker in the log, comes after the read's visibility is known."""
+    sim = _scripted("int", 6, 10)
+    sim.signal("execute")
+    sim.db.begin()
+    sim.db.commit([("d", (3,), None, None)], sim.db.pending[-1], visible=False)
+    sim.tick()  # the read is taken at once (inline); the delete is not streamed yet
     sim.db.reveal()
     sim.drain()
     check(sim)

@@ -23,6 +23,11 @@ saw has been streamed. Debezium's MySQL read-only mode reads ``Executed_Gtid_Set
 chunk instead, which brackets the snapshot; MariaDB's consistent-snapshot position is exact, so no
 second read and no re-read are needed.
 
+Watermark mode reads each chunk in such a snapshot too (:meth:`MariaDbChunkReader.read_chunk_seen`): MariaDB
+writes a transaction to the binlog (where the stream may read it) before InnoDB commits it, so a transaction
+before the open watermark in the binlog may still be invisible to the chunk; its GTID position tells the
+engine which streamed changes the chunk did not see (``signaller.snapshot.visibility``).
+
 Large chunks (:meth:`MariaDbChunkReader.read_chunk_streaming`) are read through an unbuffered cursor
 (PyMySQL ``SSCursor``) on a second connection, whose ``net_write_timeout`` is long enough for the
 engine to fetch the rest in slices between stream batches. Not thread-safe; keeps no state a restart needs.
@@ -73,6 +78,32 @@ class GtidVisibility:
         """Whether transaction ``tx_id`` (the stream's :func:`~signaller.sources.mariadb.positions.gtid_number`)
         committed before the read's snapshot (the server part of the number is not compared)."""
         return gtid_sequence(tx_id) <= self.position.get(gtid_domain(tx_id), 0)
+
+
+def _consistent_snapshot(cur: Any) -> tuple[str, int, Any]:
+    """Start a read-only transaction WITH CONSISTENT SNAPSHOT on ``cur``'s connection; its exact binlog file and
+    offset (every transaction before them visible, none after) and their GTID position (``BINLOG_GTID_POS``;
+    None when MariaDB has none). ``TerminalSourceError`` without a binary log."""
+    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+    cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')")
+    status = {name.lower(): value for name, value in cur.fetchall()}
+    file, offset = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
+    if not file or offset is None:
+        raise TerminalSourceError("MariaDB reports no binlog snapshot position: incremental snapshots need the "
+                                  "binary log (log_bin)")
+    cur.execute(f"SELECT BINLOG_GTID_POS({quote_literal(file)}, {int(offset)})")
+    return str(file), int(offset), cur.fetchone()[0]
+
+
+def _visibility(gtid: Any, doing: str) -> GtidVisibility | None:
+    """What a watermark-mode chunk's snapshot at GTID position ``gtid`` saw; None (the engine then matches only
+    changes after the open watermark, as before) when MariaDB has no GTID for it."""
+    if gtid is None:
+        return None
+    try:
+        return GtidVisibility.of(str(gtid))
+    except SignallerError as exc:
+        raise ChunkQueryError(f"{doing}: {exc}") from exc
 
 
 def _raw(rows: Iterable[Sequence[Any]]) -> list[RawRow]:
@@ -152,12 +183,38 @@ class MariaDbChunkReader(ChunkReader):
         except SourceError as exc:
             raise ChunkQueryError(str(exc)) from exc
 
+    def read_chunk_seen(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                        limit: int) -> tuple[list[RawRow], GtidVisibility | None]:
+        """The chunk :meth:`read_chunk` reads, in one consistent snapshot, and what that snapshot saw (its GTID
+        position; None if MariaDB has none for it): MariaDB writes a transaction to the binlog before InnoDB
+        commits it, so one streamed before the open watermark may still be invisible to the chunk (see
+        ``signaller.snapshot.visibility``). ``ChunkQueryError`` if the query fails."""
+        doing = f"reading a chunk of {table.schema}.{table.name}"
+        try:
+            sql = chunk_query(table, lower, upper, limit)
+            with self._connection().cursor() as cur:
+                try:
+                    _file, _offset, gtid = _consistent_snapshot(cur)
+                    cur.execute(sql)
+                    rows = _raw(cur.fetchall())
+                finally:
+                    with contextlib.suppress(pymysql.MySQLError):
+                        cur.execute("COMMIT")
+        except pymysql.MySQLError as exc:
+            if self._conn is not None and not self._conn.open:
+                self._conn = None
+            raise ChunkQueryError(str(translate(exc, doing))) from exc
+        except SourceError as exc:
+            raise ChunkQueryError(f"{doing}: {exc}") from exc
+        return rows, _visibility(gtid, doing)
+
     def read_chunk_streaming(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
-                             first: int) -> tuple[list[RawRow], ChunkRest | None]:
-        """The chunk :meth:`read_chunk` reads, through an unbuffered cursor on a second connection: its first
-        ``first`` rows now and, when there may be more, the rest to fetch later. The statement's InnoDB read
-        view is taken when it starts (before this returns), so rows fetched later are as of now and the close
-        watermark may be written once this returns. ``ChunkQueryError`` if the query fails."""
+                             first: int) -> tuple[list[RawRow], ChunkRest | None, GtidVisibility | None]:
+        """The chunk :meth:`read_chunk_seen` reads, through an unbuffered cursor on a second connection: its first
+        ``first`` rows now, when there may be more the rest to fetch later, and what the snapshot saw. The
+        consistent snapshot is taken before the statement starts (before this returns), so rows fetched later
+        are as of now and the close watermark may be written once this returns; its transaction ends with the
+        chunk. ``ChunkQueryError`` if the query fails."""
         doing = f"reading a chunk of {table.schema}.{table.name}"
         cursor: Any = None
         try:
@@ -165,6 +222,8 @@ class MariaDbChunkReader(ChunkReader):
             if self._cursor_conn is None or not self._cursor_conn.open:
                 self._cursor_conn = connect(self._endpoint, "connecting for incremental snapshot chunks",
                                             net_write_timeout=CURSOR_WRITE_TIMEOUT_S)
+            with self._cursor_conn.cursor() as cur:
+                _file, _offset, gtid = _consistent_snapshot(cur)
             cursor = self._cursor_conn.cursor(pymysql.cursors.SSCursor)
             cursor.execute(sql)
             rows = _raw(cursor.fetchmany(first))
@@ -172,12 +231,19 @@ class MariaDbChunkReader(ChunkReader):
             self._abandon_cursor(cursor)
             raise ChunkQueryError(str(translate(exc, doing))) from exc
         except SourceError as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            self._abandon_cursor(cursor)
+            raise ChunkQueryError(f"{doing}: {exc}") from exc
+        visible = _visibility(gtid, doing)
         if len(rows) < first:
-            with contextlib.suppress(Exception):
-                cursor.close()  # the result is complete: closing reads nothing more
-            return rows, None
-        return rows, _CursorRest(self, cursor, doing)
+            self._end_cursor(cursor)  # the result is complete: closing reads nothing more
+            return rows, None, visible
+        return rows, _CursorRest(self, cursor, doing), visible
+
+    def _end_cursor(self, cursor: Any) -> None:
+        """A complete result: close ``cursor`` and end its snapshot's transaction; never raises."""
+        with contextlib.suppress(Exception):
+            cursor.close()
+            self._cursor_conn.commit()
 
     def _abandon_cursor(self, cursor: Any = None) -> None:
         """Drop the streaming connection (an unfinished unbuffered result cannot be left on it), and tell
@@ -200,16 +266,7 @@ class MariaDbChunkReader(ChunkReader):
             sql = chunk_query(table, lower, upper, limit)
             with self._connection().cursor() as cur:
                 try:
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-                    cur.execute("SHOW SESSION STATUS WHERE Variable_name IN "
-                                "('binlog_snapshot_file', 'binlog_snapshot_position')")
-                    status = {name.lower(): value for name, value in cur.fetchall()}
-                    file, offset = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
-                    if not file or offset is None:
-                        raise TerminalSourceError("MariaDB reports no binlog snapshot position: read-only "
-                                                  "snapshots need the binary log (log_bin)")
-                    cur.execute(f"SELECT BINLOG_GTID_POS({quote_literal(file)}, {int(offset)})")
-                    gtid = cur.fetchone()[0]
+                    file, offset, gtid = _consistent_snapshot(cur)
                     cur.execute(sql)
                     rows = _raw(cur.fetchall())
                 finally:
@@ -225,7 +282,7 @@ class MariaDbChunkReader(ChunkReader):
             raise ChunkQueryError(f"{doing}: MariaDB has no GTID for binlog position {file}:{offset} "
                                   "(BINLOG_GTID_POS is NULL): read-only snapshots need GTIDs")
         try:
-            return rows, GtidVisibility.of(str(gtid)), self._position_of(file, int(offset))
+            return rows, GtidVisibility.of(str(gtid)), self._position_of(file, offset)
         except SignallerError as exc:
             raise ChunkQueryError(f"{doing}: {exc}") from exc
 
@@ -269,8 +326,7 @@ class _CursorRest(ChunkRest):
             raise ChunkQueryError(str(translate(exc, self._doing))) from exc
         if len(rows) < count:
             cursor, self._cursor = self._cursor, None
-            with contextlib.suppress(Exception):
-                cursor.close()
+            self._reader._end_cursor(cursor)
         return rows
 
     def close(self) -> None:

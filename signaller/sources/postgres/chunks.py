@@ -39,6 +39,10 @@ SESSION_SETUP = ("SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SE
 """Output formats the value converters expect, and the string syntax checked filters are written for
 (``'a\\b'`` is a, backslash, b: PostgreSQL's default, set here whatever the server's configuration)."""
 
+BEGIN_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+"""A chunk read's transaction: its one snapshot, taken at its first query (``pg_current_snapshot()``), is the
+chunk query's too."""
+
 
 @dataclass(frozen=True)
 class VisibleSnapshot:
@@ -142,12 +146,37 @@ class PostgresChunkReader(ChunkReader):
         except Exception as exc:
             raise ChunkQueryError(str(exc)) from exc
 
+    def read_chunk_seen(self, table: ChunkTable, lower: Key | None, upper: Key | None,
+                        limit: int) -> tuple[list[RawRow], VisibleSnapshot]:
+        """The chunk :meth:`read_chunk` reads and ``pg_current_snapshot()`` of the snapshot it was read in (one
+        REPEATABLE READ transaction): a commit logical decoding sent before the open watermark may still be
+        invisible to it (see ``signaller.snapshot.visibility``). ``ChunkQueryError`` if the query fails."""
+        sql = chunk_query(table, lower, upper, limit)
+        try:
+            cur = self._cursor(raw=True)
+            try:
+                cur.execute(f"{BEGIN_SNAPSHOT}; SELECT pg_current_snapshot()::text")
+                snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
+                cur.execute(sql)
+                rows = list(cur.fetchall())
+                cur.execute("COMMIT")
+            finally:
+                cur.close()
+        except psycopg2.Error as exc:
+            with contextlib.suppress(Exception):
+                self._conn.rollback()
+            if self._conn is not None and self._conn.closed:
+                self._conn = None
+            raise ChunkQueryError(str(translate(exc, f"reading a chunk of {table.schema}.{table.name}"))) from exc
+        return rows, snapshot
+
     def read_chunk_streaming(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
-                             first: int) -> tuple[list[RawRow], ChunkRest | None]:
-        """The chunk :meth:`read_chunk` reads, through a server-side cursor on a second connection: its first
-        ``first`` rows now, and (when there may be more) the rest to fetch in slices later. The cursor's query runs
-        on the snapshot taken when it was declared (now, before this returns), so rows fetched later are as of
-        now: the close watermark may be written once this returns. ``ChunkQueryError`` if the query fails."""
+                             first: int) -> tuple[list[RawRow], ChunkRest | None, VisibleSnapshot]:
+        """The chunk :meth:`read_chunk_seen` reads, through a server-side cursor on a second connection: its first
+        ``first`` rows now, (when there may be more) the rest to fetch in slices later, and the snapshot's
+        visibility. The cursor's query runs in a REPEATABLE READ transaction on the snapshot taken before it was
+        declared (now, before this returns), so rows fetched later are as of now: the close watermark may be
+        written once this returns. ``ChunkQueryError`` if the query fails."""
         sql = chunk_query(table, lower, upper, limit)
         doing = f"reading a chunk of {table.schema}.{table.name}"
         try:
@@ -157,7 +186,10 @@ class PostgresChunkReader(ChunkReader):
                 conn.autocommit = True
                 with conn.cursor() as cur:
                     cur.execute(SESSION_SETUP)
-                conn.autocommit = False
+                conn.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_current_snapshot()::text")
+                snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
             cursor = conn.cursor(name="signaller_chunk")
             psycopg2.extensions.register_type(RAW_TEXT, cursor)
             cursor.execute(sql)
@@ -168,8 +200,8 @@ class PostgresChunkReader(ChunkReader):
         rest = _CursorRest(self, cursor, doing)
         if len(rows) < first:
             rest.close()
-            return rows, None
-        return rows, rest
+            return rows, None, snapshot
+        return rows, rest, snapshot
 
     def _abandon_cursor(self) -> None:
         conn = self._cursor_conn
@@ -188,8 +220,7 @@ class PostgresChunkReader(ChunkReader):
         try:
             cur = self._cursor(raw=True)
             try:
-                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SELECT pg_current_snapshot()::text")
+                cur.execute(f"{BEGIN_SNAPSHOT}; SELECT pg_current_snapshot()::text")
                 snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
                 cur.execute(sql)
                 rows = list(cur.fetchall())
