@@ -81,7 +81,16 @@ class Catalog:
         return _int(self.variables("server_id").get("server_id")) or 0
 
     def check_binlog(self) -> None:
-        """``TerminalSourceError`` naming each server setting the binlog source needs and the server lacks."""
+        """``TerminalSourceError`` for a server that is not MariaDB (the binlog reader speaks MariaDB's dialect:
+        its GTIDs and replication commands), and naming each server setting the binlog source needs and the
+        server lacks."""
+        version = str(self._query("SELECT VERSION()", what="reading the server version")[0][0])
+        if "mariadb" not in version.lower():
+            msg = (f"the server is not MariaDB (VERSION() = {version!r}): signaller's binlog source reads MariaDB's "
+                   "binlog (MariaDB GTIDs and replication commands); MySQL servers are not supported yet (the "
+                   "MySqlConnector class is accepted for MariaDB servers); capture MySQL with Debezium's MySQL "
+                   "connector")
+            raise TerminalSourceError(msg)
         found = self.variables(*REQUIRED_SETTINGS)
         wrong = [f"{name}={found.get(name, 'unset')} (needs {value})" for name, value in REQUIRED_SETTINGS.items()
                  if found.get(name, "").upper() not in (value, "ON" if value == "1" else value)]
