@@ -190,22 +190,7 @@ class MariaDbChunkReader(ChunkReader):
         commits it, so one streamed before the open watermark may still be invisible to the chunk (see
         ``signaller.snapshot.visibility``). ``ChunkQueryError`` if the query fails."""
         doing = f"reading a chunk of {table.schema}.{table.name}"
-        try:
-            sql = chunk_query(table, lower, upper, limit)
-            with self._connection().cursor() as cur:
-                try:
-                    _file, _offset, gtid = _consistent_snapshot(cur)
-                    cur.execute(sql)
-                    rows = _raw(cur.fetchall())
-                finally:
-                    with contextlib.suppress(pymysql.MySQLError):
-                        cur.execute("COMMIT")
-        except pymysql.MySQLError as exc:
-            if self._conn is not None and not self._conn.open:
-                self._conn = None
-            raise ChunkQueryError(str(translate(exc, doing))) from exc
-        except SourceError as exc:
-            raise ChunkQueryError(f"{doing}: {exc}") from exc
+        rows, _file, _offset, gtid = self._read_consistent(table, lower, upper, limit, doing)
         return rows, _visibility(gtid, doing)
 
     def read_chunk_streaming(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
@@ -262,6 +247,20 @@ class MariaDbChunkReader(ChunkReader):
         position of that snapshot (what it saw) and the snapshot's binlog position as the high watermark
         (see the module docstring); ``ChunkQueryError`` if the read fails or the server has no GTIDs."""
         doing = f"reading a chunk of {table.schema}.{table.name}"
+        rows, file, offset, gtid = self._read_consistent(table, lower, upper, limit, doing)
+        if gtid is None:
+            raise ChunkQueryError(f"{doing}: MariaDB has no GTID for binlog position {file}:{offset} "
+                                  "(BINLOG_GTID_POS is NULL): read-only snapshots need GTIDs")
+        try:
+            return rows, GtidVisibility.of(str(gtid)), self._position_of(file, offset)
+        except SignallerError as exc:
+            raise ChunkQueryError(f"{doing}: {exc}") from exc
+
+    def _read_consistent(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
+                         doing: str) -> tuple[list[RawRow], str, int, str | None]:
+        """The chunk read in one consistent snapshot, with that snapshot's binlog file, offset and GTID
+        position (None if MariaDB has none); the transaction is always ended. ``ChunkQueryError`` (naming
+        ``doing``) if the read fails."""
         try:
             sql = chunk_query(table, lower, upper, limit)
             with self._connection().cursor() as cur:
@@ -278,13 +277,7 @@ class MariaDbChunkReader(ChunkReader):
             raise ChunkQueryError(str(translate(exc, doing))) from exc
         except SourceError as exc:
             raise ChunkQueryError(f"{doing}: {exc}") from exc
-        if gtid is None:
-            raise ChunkQueryError(f"{doing}: MariaDB has no GTID for binlog position {file}:{offset} "
-                                  "(BINLOG_GTID_POS is NULL): read-only snapshots need GTIDs")
-        try:
-            return rows, GtidVisibility.of(str(gtid)), self._position_of(file, offset)
-        except SignallerError as exc:
-            raise ChunkQueryError(f"{doing}: {exc}") from exc
+        return rows, file, offset, gtid
 
     # -- watermarks -----------------------------------------------------------------------
     def write_marker(self, chunk_id: str, is_open: bool, metadata: dict[str, Any]) -> None:
