@@ -86,25 +86,22 @@ class Supervised:
 
     def kill9(self) -> bool:
         """``kill -9`` of the process group; False if the process was not running."""
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.poll() is not None:
-                return False
-            self._killing = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            return True
+        return self._signal(signal.SIGKILL)
 
     def restart(self) -> bool:
         """SIGTERM (an orderly stop, as for a configuration change); the supervisor starts it again. False if
         the process was not running. The exit is recorded as caused by us."""
+        return self._signal(signal.SIGTERM)
+
+    def _signal(self, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the process group, its exit recorded as caused by us; False if it was not running."""
         with self._lock:
             proc = self._proc
             if proc is None or proc.poll() is not None:
                 return False
             self._killing = True
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, sig)
             return True
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
