@@ -3,8 +3,10 @@
 The run restarts, kills and stops these services on purpose, so they must never be the shared local stack
 (``python -m devtools stack``) other developers and ``make test`` use. :class:`PrivateStack` starts them with
 the same launchers as ``devtools`` (:mod:`devtools.postgres`, :mod:`devtools.kafka`, Spark's jars), under
-``home`` (default ``.cache/chaos-stack``, ignored by git) and on :data:`PORTS`; it refuses to start when one of
-those ports is taken by something it did not start. ``down()`` stops both.
+``home`` (default ``.cache/chaos-stack``, ignored by git) and on :data:`PORTS`, each of which an environment
+variable may change (:data:`PORT_ENV`: ``SIGNALLER_CHAOS_PG_PORT``... as ``devtools`` reads
+``SIGNALLER_STACK_*_PORT``), so two clones (a CI run beside a developer's) can run at once; it refuses to start
+when one of those ports is taken by something it did not start. ``down()`` stops both.
 """
 
 from __future__ import annotations
@@ -14,27 +16,58 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from devtools import kafka, postgres, spark
 from devtools.processes import port_open, read_pid, stop_pid
-from devtools.settings import REPO_ROOT, StackSettings
+from devtools.settings import ENV_NAMES, REPO_ROOT, StackSettings
 
 DEFAULT_HOME = REPO_ROOT / ".cache" / "chaos-stack"
 PORTS = {"pg_port": 56432, "kafka_port": 60092, "kafka_controller_port": 60093, "http_port": 58181,
          "registry_port": 58281, "mariadb_port": 54306}
-"""Ports of the private stack; none of them is a port of the shared stack (:class:`StackSettings` defaults)."""
+"""Default ports of the private stack; none of them is a port of the shared stack (:class:`StackSettings` defaults)."""
+PORT_ENV = {name: ENV_NAMES[name].replace("SIGNALLER_STACK_", "SIGNALLER_CHAOS_") for name in PORTS}
+"""The environment variable that overrides each port of :data:`PORTS` (``SIGNALLER_CHAOS_PG_PORT``...)."""
 
 
 class PrivateStackError(RuntimeError):
     """A port of the private stack is taken by a process this stack did not start, or a service failed."""
 
 
+def ports_from_env(env: Mapping[str, str] | None = None) -> dict[str, int]:
+    """:data:`PORTS`, each overridden by its :data:`PORT_ENV` variable when set in ``env`` (default: the process
+    environment); ``PrivateStackError`` naming the variable and its value when one is not a TCP port (1..65535)
+    or two ports are the same."""
+    env = os.environ if env is None else env
+    ports = dict(PORTS)
+    for name, variable in PORT_ENV.items():
+        raw = env.get(variable)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            port = int(raw.strip())
+        except ValueError:
+            port = 0
+        if not 1 <= port <= 65535:
+            raise PrivateStackError(f"{variable}={raw!r} (environment) is not a TCP port; accepted: 1..65535")
+        ports[name] = port
+    taken: dict[int, str] = {}
+    for name, port in ports.items():
+        if port in taken:
+            raise PrivateStackError(f"the chaos stack's {name} and {taken[port]} are both port {port} (see "
+                                    f"{PORT_ENV[name]} and {PORT_ENV[taken[port]]}); each needs its own")
+        taken[port] = name
+    return ports
+
+
 class PrivateStack:
     """PostgreSQL and Kafka for one chaos run, with the faults the run injects into them."""
 
-    def __init__(self, home: Path = DEFAULT_HOME) -> None:
-        self.settings = StackSettings(home=home, **PORTS)  # type: ignore[arg-type]
+    def __init__(self, home: Path = DEFAULT_HOME, ports: Mapping[str, int] | None = None) -> None:
+        """The stack under ``home`` on ``ports`` (default: :func:`ports_from_env`)."""
+        chosen = ports_from_env() if ports is None else ports
+        self.settings = StackSettings(home=home, **chosen)  # type: ignore[arg-type]
         self._kafka = kafka.paths_for(self.settings)
         self._pg = postgres.paths_for(self.settings, postgres.ensure_binaries())
 

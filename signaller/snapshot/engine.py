@@ -13,7 +13,8 @@ then slices, while ``fetching``) ahead of the READs. As Debezium's, a window who
 empty finishes its table and reads the next queued table's first chunk before its close watermark
 (one window, the first table's markers). A closed window's READs go out in slices between stream
 batches (``emit_pending``), a row only if no streamed change of its key was seen since the open
-marker, nor one before it whose transaction the chunk's snapshot did not see (``visibility``). Chunk
+marker, nor one before it whose transaction the chunk's snapshot did not see (``visibility``), unless
+those changes lack a TOASTed value: the row is then folded with them (``toast_fold``). Chunk
 rows stay as the source's text until their slice is emitted. The durable state is ``state``
 (immutable; a new object after each change); it moves to the window's last key once the window's
 last READ was emitted; a read in flight at a restart is read again from there.
@@ -23,8 +24,8 @@ rejected ``SignalOutcome`` with a reason; signal patterns are matched with RE2. 
 SELECT read is either emitted or superseded by a streamed change; a table whose counts do not add up
 finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. ``emit_reads`` (optional) sends
 a slice of READ rows of one table in one call (the runtime's bulk path); else each READ is a
-``ChangeEvent`` given to ``emit``. Parts: ``requests``, ``tables``, ``blocking``, ``status``,
-``window``, ``reading``, ``finishing``, ``visibility``, ``state``, ``notifications``; the source only through
+``ChangeEvent`` given to ``emit``. Parts: ``requests``, ``tables``, ``blocking``, ``status``, ``window``,
+``toast_fold``, ``reading``, ``finishing``, ``visibility``, ``state``, ``notifications``; the source only through
 ``signaller.sources.base``'s ``ChunkReader`` and ``TableSchemaProvider`` (generic over its change type).
 """
 from __future__ import annotations
@@ -70,7 +71,7 @@ from signaller.snapshot.state import Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime, build_status, in_progress, key_text, scan_status
 from signaller.snapshot.tables import PreparedTable, TableCatalog, start_table
 from signaller.snapshot.visibility import RecentChanges, unseen
-from signaller.snapshot.window import Window, row_identity
+from signaller.snapshot.window import Window
 from signaller.sources.base import (
     ChangeT,
     ChunkQueryError,
@@ -285,13 +286,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._supersede(event, unseen=True)
 
     def _supersede(self, event: ChangeEvent, *, unseen: bool = False) -> None:
-        table = str(event.table)
-        record = self._window.on_unseen_key if unseen else self._window.on_stream_key
-        for image in (event.before, event.after):
-            if image is not None:
-                identity = row_identity(image, self._window_keys)
-                if identity is not None:
-                    record(table, identity)
+        self._window.on_change(str(event.table), event, self._window_keys, unseen=unseen)
 
     def on_position(self, lsn: int, position: tuple[int | None, int | None]) -> None:
         """Read-only mode: the log has been read up to ``lsn``; once past the chunk's high
@@ -337,9 +332,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         taken = window.take(max_rows)
         width, decode = len(prepared.chunk.columns), prepared.rows.row
         rows = [decode(values[:width]) for values in taken]
-        if window.any_superseded:
-            keys = self._window_keys
-            rows = [row for row in rows if not window.superseded(row_identity(row, keys))]
+        if window.any_superseded:  # dropped, or folded with the window's changes (``toast_fold``)
+            rows = window.resolve(rows, self._window_keys)
         if rows:
             self._emit_rows(prepared, rows)
             self._window_emitted += len(rows)
@@ -404,6 +398,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def _start_read(self, prepared: PreparedTable[ChangeT] | None, request: ChunkRequest) -> None:
         self._window_keys, self._window_emitted = () if prepared is None else tuple(n for n, _ in prepared.chunk.key), 0
+        self._window.changes.clear(None if prepared is None else prepared.placeholders)
         self._job_lower, self._window_request, self._visible = request.lower, request, None
         self._job = self._reads.submit(functools.partial(read_window, self._chunks, request))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic
 
@@ -43,6 +44,15 @@ class PreparedTable(Generic[ChangeT]):
     info: TableDescription
     rows: TableRows[ChangeT]
     chunk: ChunkTable
+    unique_key: bool = False
+    """Whether the chunk key names one row at a time (the primary key, or a ``surrogate-key``: unique, NOT
+    NULL); a ``message.key.columns`` override may not."""
+
+    @property
+    def placeholders(self) -> Mapping[str, Any]:
+        """The columns whose streamed values may be the unavailable-value placeholder, with it, for folding a
+        window's READ with its changes (``toast_fold``): empty when the chunk key may name several rows."""
+        return self.rows.placeholders if self.unique_key else {}
 
 
 class TableCatalog(Generic[ChangeT]):
@@ -93,7 +103,7 @@ class TableCatalog(Generic[ChangeT]):
             return "NO_PRIMARY_KEY"
         chunk = ChunkTable(table_id.schema, table_id.table, rows.columns,
                            tuple((k, info.sql_types[k]) for k in keys), queued.filter)
-        return PreparedTable(info, rows, chunk)
+        return PreparedTable(info, rows, chunk, bool(queued.surrogate_key) or keys == info.primary_key)
 
 
 def total_rows(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTable, max_key: Key) -> int | None:

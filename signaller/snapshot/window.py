@@ -20,7 +20,8 @@ has an empty message key, and rows sharing one identity would collapse into one.
 drops a row, even if two rows share an identity; ``evicted`` counts the identities that superseded
 at least one row and ``dropped`` the rows dropped, so the caller can account for every row read (a
 stream image supersedes exactly one row; more than one means the identity was ambiguous and rows
-were lost).
+were lost). A superseded row whose identity's changes lack a TOASTed value is not dropped but folded with
+them (``resolve``; ``changes``, see ``signaller.snapshot.toast_fold``): ``on_change`` keeps the changes.
 
 A chunk that comes back empty leaves the window open for the next queued table's first chunk (as
 Debezium): while that may happen, streamed changes of the ``later`` tables (given to ``fill``) are
@@ -32,6 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
+
+from signaller.model import ChangeEvent
+from signaller.snapshot.toast_fold import WindowChanges
 
 Row = TypeVar("Row")
 
@@ -54,6 +58,7 @@ class Window(Generic[Row]):
         self._matched: set[Hashable] = set()
         self.later: frozenset[str] = frozenset()
         self._held: list[tuple[str, Any]] = []
+        self.changes = WindowChanges()
 
     def fill(self, chunk_id: str, table: str, rows: Iterable[Row], *, complete: bool = True,
              later: frozenset[str] = frozenset()) -> None:
@@ -64,6 +69,7 @@ class Window(Generic[Row]):
         self.complete, self.later, self._held = complete, later, []
         self._rows, self._next, self._seen, self._matched = list(rows), 0, set(), set()
         self.evicted = self.dropped = 0
+        self.changes.clear()
 
     def hold(self, table: str, change: Any) -> None:
         """A streamed change of ``table`` (not the window's) while the window is open: kept if ``table`` is one
@@ -84,6 +90,7 @@ class Window(Generic[Row]):
         self.table, self.later, self._held = table, later, []
         self._rows, self._next, self._seen, self._matched = [], 0, set(), set()
         self.complete = False
+        self.changes.clear()
         return held
 
     def extend(self, rows: Iterable[Row]) -> None:
@@ -127,6 +134,15 @@ class Window(Generic[Row]):
         self._seen.add(key)
         return True
 
+    def on_change(self, table: str, event: ChangeEvent, keys: Sequence[str], *, unseen: bool = False) -> None:
+        """A streamed change of ``table``: the identities (chunk-key values ``keys``) of its before and after images
+        are recorded (``on_unseen_key`` if ``unseen``, else ``on_stream_key``), and the change is kept in
+        ``changes`` when one was (``toast_fold``)."""
+        record = self.on_unseen_key if unseen else self.on_stream_key
+        before, after = (None if image is None else row_identity(image, keys) for image in (event.before, event.after))
+        if any([record(table, identity) for identity in (before, after) if identity is not None]):
+            self.changes.record(event, before, after)
+
     @property
     def watching(self) -> bool:
         """Whether a streamed change could still supersede a row (open, with rows not yet taken)."""
@@ -165,12 +181,27 @@ class Window(Generic[Row]):
             self.evicted += 1
         return True
 
+    def resolve(self, rows: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+        """The taken ``rows`` (decoded, identities from chunk-key columns ``keys``) to emit: a superseded row is
+        dropped (``superseded``), or replaced by its READ folded with the window's changes (``toast_fold``; such a
+        row is not counted as dropped)."""
+        kept = []
+        for row in rows:
+            identity = row_identity(row, keys)
+            folded = self.changes.fold(identity, row) if identity in self._seen else None
+            if folded is not None:
+                kept.append(folded)
+            elif not self.superseded(identity):
+                kept.append(row)
+        return kept
+
     def finish(self) -> None:
         """End the window (every row taken, or the window abandoned); ``evicted``/``dropped`` stay readable until the
         next ``fill``."""
         self._rows, self._next, self._seen, self._matched = [], 0, set(), set()
         self.chunk_id, self.table, self.is_open, self.closed, self.complete = None, None, False, False, True
         self.later, self._held = frozenset(), []
+        self.changes.clear()
 
     def __len__(self) -> int:
         return len(self._rows) - self._next

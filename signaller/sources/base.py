@@ -143,6 +143,13 @@ class TableRows(Protocol[ChangeT_co]):
         convert); a chunk key column outside them could not be matched against streamed changes."""
         ...
 
+    @property
+    def placeholders(self) -> Mapping[str, Any]:
+        """Each column whose streamed value may be the unavailable-value placeholder (PostgreSQL: an unchanged
+        TOASTed value the log does not carry), with that placeholder as change events hold it; a column whose
+        placeholder is null (indistinguishable from NULL) is left out. Empty for sources without such values."""
+        ...
+
     def row(self, values: Sequence[str | None]) -> dict[str, Any]:
         """The row values the stream would produce for the same row: ``values`` are one chunk row's
         first ``len(columns)`` values, in :attr:`columns` order. Raises what the value converters

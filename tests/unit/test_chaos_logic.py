@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bench.chaos.joblog import batch_figures
 from bench.chaos.plan import FULL, QUICK
+from bench.chaos.private_stack import PORT_ENV, PORTS, PrivateStackError, ports_from_env
 from bench.chaos.probes import behind_at, latencies, moving_again_after
 from bench.chaos.report import recovery_by_kind
 from bench.chaos.tables import BY_NAME
@@ -118,3 +121,17 @@ def test_recovery_by_kind_counts_markers_never_seen_in_kafka_or_delta() -> None:
     assert (found["sidecar_kill"]["not_seen_in_kafka"], found["sidecar_kill"]["not_recovered"]) == (1, 0)
     assert (found["kafka_kill"]["not_seen_in_kafka"], found["kafka_kill"]["not_recovered"]) == (0, 1)
     assert found["sidecar_kill"]["delta_s"] == {"p50": 92.5, "max": 95.0, "n": 2}
+
+
+def test_private_stack_ports_come_from_the_environment_for_a_second_clone() -> None:
+    assert ports_from_env({}) == PORTS
+    assert PORT_ENV["pg_port"] == "SIGNALLER_CHAOS_PG_PORT"
+    assert set(PORT_ENV) == set(PORTS)
+    moved = ports_from_env({"SIGNALLER_CHAOS_PG_PORT": "57432", "SIGNALLER_CHAOS_KAFKA_PORT": " 61092 "})
+    assert moved == {**PORTS, "pg_port": 57432, "kafka_port": 61092}
+    with pytest.raises(PrivateStackError, match=r"SIGNALLER_CHAOS_HTTP_PORT='http' \(environment\).*1\.\.65535"):
+        ports_from_env({"SIGNALLER_CHAOS_HTTP_PORT": "http"})
+    with pytest.raises(PrivateStackError, match="SIGNALLER_CHAOS_PG_PORT='70000'"):
+        ports_from_env({"SIGNALLER_CHAOS_PG_PORT": "70000"})
+    with pytest.raises(PrivateStackError, match="kafka_port and pg_port are both port 56432"):
+        ports_from_env({"SIGNALLER_CHAOS_KAFKA_PORT": "56432"})

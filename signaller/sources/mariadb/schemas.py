@@ -17,7 +17,7 @@ reconnects at the next call. It keeps no state: on restart a new session builds 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
@@ -89,6 +89,11 @@ class MariaDbTableRows(TableRows[ChangeT], Generic[ChangeT]):
     def emitted_columns(self) -> tuple[str, ...]:
         """The captured columns (every MariaDB type is converted)."""
         return self.columns
+
+    @property
+    def placeholders(self) -> Mapping[str, Any]:
+        """Empty: a binlog row image carries every value it logs (no placeholder)."""
+        return {}
 
     def row(self, values: Sequence[str | None]) -> dict[str, Any]:
         """The row values of one chunk row's text values (in :attr:`columns` order)."""

@@ -15,7 +15,7 @@ keeps no state of its own: on restart a new session builds a new one on the new 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -60,6 +60,11 @@ class PostgresTableRows(TableRows[Change]):
     def emitted_columns(self) -> tuple[str, ...]:
         """The captured columns of a type the value converters emit."""
         return tuple(slot[1] for slot in self.plan.slots)
+
+    @property
+    def placeholders(self) -> Mapping[str, Any]:
+        """The emitted columns whose unchanged TOASTed value has a non-null placeholder (``codecs.placeholder_for``)."""
+        return {slot[1]: slot[3] for slot in self.plan.slots if slot[3] is not None}
 
     def row(self, values: Sequence[str | None]) -> dict[str, Any]:
         """The row values of one chunk row's text values (in :attr:`columns` order)."""
