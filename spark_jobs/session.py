@@ -34,13 +34,6 @@ DEFAULT_CONF: dict[str, str] = {
     # Every MERGE source of the job is a local checkpoint (deterministic, already materialized):
     # Delta's own copy of it ("auto") would only repeat that work.
     "spark.databricks.delta.merge.materializeSource": "none",
-    # Adaptive query execution off: it runs every shuffle and broadcast stage as a job of its own
-    # and re-plans (and re-generates code) between them. A micro-batch's work is small, fixed-shape
-    # plans, where that is pure overhead: measured on the bench's tables, a 20-change batch ran 30
-    # Spark jobs and 10-11 driver CPU s with it, 16 jobs and 7.5 CPU s (4.7 s instead of 11.9 s
-    # wall) without; 100,000-change batches ran 32 -> 15 jobs at the same CPU time. The job's own
-    # shuffle partitions (above) are what AQE would otherwise coalesce to.
-    "spark.sql.adaptive.enabled": "false",
     # JVM options, measured on 100,000-change batches into the bench's 1 M-row table (driver CPU):
     # Delta's MERGE with the change data feed generates an output projection too large for
     # HotSpot's JIT (HugeMethodLimit, 8,000 bytecodes), which then ran interpreted for every target
