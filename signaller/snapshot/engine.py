@@ -14,10 +14,11 @@ empty finishes its table and reads the next queued table's first chunk before it
 (one window, the first table's markers). A closed window's READs go out in slices between stream
 batches (``emit_pending``), a row only if no streamed change of its key was seen since the open
 marker, nor one before it whose transaction the chunk's snapshot did not see (``visibility``), unless
-those changes lack a TOASTed value: the row is then folded with them (``toast_fold``). Chunk
-rows stay as the source's text until their slice is emitted. The durable state is ``state``
-(immutable; a new object after each change); it moves to the window's last key once the window's
-last READ was emitted; a read in flight at a restart is read again from there.
+those changes lack a TOASTed value: the row is then folded with them (``toast_fold``). A chunk read that finds
+the table altered since it was described reads nothing (``ChunkSchemaChanged``): its window goes by empty and
+the next one reads the chunk again, the table described anew. Chunk rows stay as the source's text until their
+slice is emitted. The durable state is ``state`` (immutable; a new object after each change); it moves to the
+window's last key once the window's last READ was emitted; a read in flight at a restart is read again from there.
 
 Contracts: ``apply`` never raises (except a ``SinkError``: Kafka failing), every problem becomes a
 rejected ``SignalOutcome`` with a reason; signal patterns are matched with RE2. Every row a chunk
@@ -77,6 +78,7 @@ from signaller.sources.base import (
     ChunkQueryError,
     ChunkReader,
     ChunkRest,
+    ChunkSchemaChanged,
     RawRow,
     TableRows,
     TableSchemaProvider,
@@ -488,10 +490,13 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if result.open_since is None:
             self._window.settle_table()
         if result.error is not None or not result.rows:
+            changed = isinstance(result.error, ChunkSchemaChanged)  # nothing read: read again, described anew
             if result.error is not None:
-                log.warning("incremental snapshot of %s failed: %s", head.table, result.error)
-            status = "SQL_EXCEPTION" if result.error is not None else scan_status(head.table, runtime)
-            self._finish_table(status)
+                log.log(logging.INFO if changed else logging.WARNING, "snapshot of %s: %s", head.table, result.error)
+            if changed:
+                self._prepared.pop(head.table)
+            else:
+                self._finish_table("SQL_EXCEPTION" if result.error is not None else scan_status(head.table, runtime))
             if self._read_only:  # no markers to wait for: the next window may start
                 self._window.finish()
                 self._after_window()

@@ -4,7 +4,10 @@
 table's current definition through the source's ``TableSchemaProvider`` (so the rows match the
 catalog now, also after an ALTER since the signal was queued), and returns a ``PreparedTable``
 (the table's rows plan + chunk description) or the Debezium status under which the table is
-skipped (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``). ``key_columns`` and ``check_surrogate`` answer
+skipped (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``). The chunk description carries the description's
+schema version: a chunk read that finds the table altered since raises ``ChunkSchemaChanged``
+instead of reading rows, and the engine describes the table again (as Debezium's
+``incremental.snapshot.allow.schema.changes``). ``key_columns`` and ``check_surrogate`` answer
 what a signal may chunk by. Call them on the capture loop's thread only; they raise
 ``SourceError`` when the database cannot be read and ``SignalError`` (from ``check_surrogate``)
 for a surrogate key the table cannot be chunked by.
@@ -102,7 +105,7 @@ class TableCatalog(Generic[ChangeT]):
                         "matched against a chunk's rows", table_id, ", ".join(missing))
             return "NO_PRIMARY_KEY"
         chunk = ChunkTable(table_id.schema, table_id.table, rows.columns,
-                           tuple((k, info.sql_types[k]) for k in keys), queued.filter)
+                           tuple((k, info.sql_types[k]) for k in keys), queued.filter, info.schema_version)
         return PreparedTable(info, rows, chunk, bool(queued.surrogate_key) or keys == info.primary_key)
 
 

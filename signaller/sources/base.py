@@ -37,7 +37,7 @@ last key emitted); a new session builds new instances and starts from there. Err
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from signaller.errors import SnapshotError
@@ -56,6 +56,12 @@ class ChunkQueryError(SnapshotError):
     ``SourceError`` the driver error became."""
 
 
+class ChunkSchemaChanged(ChunkQueryError):
+    """A chunk read found the table's columns no longer as described (``ChunkTable.schema_version``): an ALTER
+    TABLE committed since the table was prepared. Nothing was read; the engine describes the table again and
+    reads the same chunk with its current columns (no READ ever carries a stale schema)."""
+
+
 @dataclass(frozen=True)
 class ChunkTable:
     """What the chunk queries need to know about one table.
@@ -63,6 +69,10 @@ class ChunkTable:
     ``columns`` are the captured columns in table order; ``key`` the chunk key columns with their
     source type names (PostgreSQL: ``format_type``), in key order; ``filter`` the normalized
     additional condition (already checked, safe SQL of the source's dialect) or None.
+    ``schema_version``: the description's ``TableDescription.schema_version``; when set, the watermark and
+    read-only chunk reads check it in their own transaction, with the table locked against ALTER TABLE until
+    they end, and raise :class:`ChunkSchemaChanged` (before reading any row) when the table's columns are
+    no longer these.
     """
 
     schema: str
@@ -70,6 +80,7 @@ class ChunkTable:
     columns: tuple[str, ...]
     key: tuple[tuple[str, str], ...]
     filter: str | None = None
+    schema_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,8 +90,10 @@ class TableDescription:
     ``sql_types`` maps every column, in table order, to its source type name (what a filter is
     checked against); ``primary_key`` is in key order (empty without one); ``unique_columns`` are
     the columns with a single-column, non-partial unique index; ``estimated_rows`` is the planner's
-    estimate, None when the source has none. A source may subclass it to carry what its
-    :meth:`TableSchemaProvider.rows_for` needs.
+    estimate, None when the source has none. ``schema_version`` is a value of the source's catalog that
+    changes whenever the table's columns do (names, types, nullability), read in the statement that read the
+    columns; None when the source has none (its chunk reads then do not check for a changed schema). A source
+    may subclass it to carry what its :meth:`TableSchemaProvider.rows_for` needs.
     """
 
     table_id: TableId
@@ -89,6 +102,7 @@ class TableDescription:
     primary_key: tuple[str, ...]
     unique_columns: frozenset[str]
     estimated_rows: int | None
+    schema_version: str | None = field(default=None, kw_only=True)
 
 
 class SourceChange(Protocol):

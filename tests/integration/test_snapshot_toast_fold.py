@@ -4,10 +4,11 @@ Rows with a TOASTed text column (about 12 KB of random hex each, ``REPLICA IDENT
 before the sidecar starts (``snapshot.mode=no_data``): only the incremental snapshot's READs carry their
 ``big`` values. The snapshot (one row per chunk) is paused; a transaction takes an ``ACCESS EXCLUSIVE`` lock
 on the table and updates every row's ``n`` (``big`` unchanged: the stream carries
-``__debezium_unavailable_value``); the snapshot resumes, its next chunk query waits on the lock (in watermark
-mode after the open watermark was committed, in read-only mode after its snapshot was taken), and the
-transaction commits: that window sees the UPDATE of the very row it reads. The DBLog rule (Debezium's) drops
-that row's READ and the value is lost; signaller folds it (``signaller.snapshot.toast_fold``). Every key's
+``__debezium_unavailable_value``); the snapshot resumes, its next chunk read waits on the lock (in watermark
+mode after the open watermark was committed), and the transaction commits: that window sees the UPDATE of the
+very row it reads. The DBLog rule (Debezium's) drops that row's READ and the value is lost; signaller folds it
+(``signaller.snapshot.toast_fold``). (A chunk read takes the table's lock before its snapshot, so in
+read-only mode the read waits before its snapshot and then sees the UPDATE: nothing is superseded.) Every key's
 final state in the topic (placeholders keep the stored value, as the Delta apply job does) equals the table.
 """
 

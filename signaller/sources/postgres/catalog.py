@@ -19,6 +19,7 @@ import psycopg2.extensions
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId, parse_lsn
 from signaller.sources.base import TableDescription
+from signaller.sources.postgres.chunk_sql import schema_version_sql
 from signaller.sources.postgres.defaults import default_text
 from signaller.sources.postgres.pgoutput import Relation, RelationColumn
 from signaller.sources.postgres.relations import ResolvedType
@@ -152,10 +153,10 @@ class Catalog:
         cols = self._rows(
             "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod), "
             "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary "
-            "        AND a.attnum = ANY(i.indkey)) "
+            f"        AND a.attnum = ANY(i.indkey)), {schema_version_sql('%s')} "
             "FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-            (oid,), f"describing {table}",
-        )
+            (oid, oid), f"describing {table}",
+        )  # the schema version in the same statement (one snapshot): it is the version of exactly these columns
         pk = self._rows(
             "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
             "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
@@ -171,15 +172,16 @@ class Catalog:
         relation = Relation(
             relation_id=oid, namespace=table.schema, name=table.table, replica_identity=identity,
             columns=tuple(RelationColumn(1 if in_pk else 0, name, typid, typmod)
-                          for name, typid, typmod, _, _, in_pk in cols),
+                          for name, typid, typmod, _, _, in_pk, _ in cols),
         )
         return PostgresTableInfo(
             table_id=table, oid=oid, relation=relation,
-            sql_types={name: sql_type for name, _, _, _, sql_type, _ in cols},
-            not_null=frozenset(name for name, _, _, notnull, _, _ in cols if notnull),
+            sql_types={name: sql_type for name, _, _, _, sql_type, _, _ in cols},
+            not_null=frozenset(name for name, _, _, notnull, _, _, _ in cols if notnull),
             primary_key=tuple(r[0] for r in pk),
             unique_columns=frozenset(r[0] for r in unique),
             estimated_rows=int(reltuples) if reltuples is not None and reltuples >= 0 else None,
+            schema_version=cols[0][6] if cols else None,
         )
 
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from signaller.sources.base import ChunkTable, Key
 from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 
-__all__ = ["chunk_query", "count_query", "max_key_query", "qualified_name"]
+__all__ = ["chunk_query", "count_query", "lock_and_version", "max_key_query", "qualified_name", "schema_version_sql"]
 
 
 def qualified_name(table: ChunkTable) -> str:
@@ -77,3 +77,24 @@ def count_query(table: ChunkTable, upper: Key) -> str:
     if table.filter:
         conditions.append(f"({table.filter})")
     return f"SELECT count(*) FROM {qualified_name(table)} WHERE {' AND '.join(conditions)}"
+
+
+def schema_version_sql(relid: str) -> str:
+    """A scalar subquery: the md5 of the name, type, type modifier and NOT NULL flag of every live column of
+    the table ``relid`` (an SQL expression of its oid), in ``attnum`` order. Any ALTER TABLE that adds, drops,
+    renames or retypes a column (or changes its nullability) changes it; read in MVCC, it is the value as of
+    the statement's snapshot. The one definition both sides use: ``Catalog.describe_table`` reads it in the
+    statement that reads the columns, and a chunk read in its transaction (``lock_and_version``)."""
+    return ("(SELECT md5(string_agg(quote_ident(v.attname) || ' ' || v.atttypid || ' ' || v.atttypmod || ' ' "
+            "|| v.attnotnull, ',' ORDER BY v.attnum)) FROM pg_catalog.pg_attribute v "
+            f"WHERE v.attrelid = {relid} AND v.attnum > 0 AND NOT v.attisdropped)")
+
+
+def lock_and_version(table: ChunkTable) -> str:
+    """The statements that open a chunk read's transaction (after its BEGIN, before any query, so before its
+    snapshot is taken): ``LOCK TABLE`` in ACCESS SHARE mode (what the chunk query takes anyway, now held from
+    before the snapshot: no ALTER TABLE can commit between the check and the read, nor until the transaction
+    ends), then ``pg_current_snapshot()`` and the table's :func:`schema_version_sql`."""
+    name = qualified_name(table)
+    version = schema_version_sql(f"{quote_literal(name)}::regclass")
+    return f"LOCK TABLE {name} IN ACCESS SHARE MODE; SELECT pg_current_snapshot()::text, {version}"

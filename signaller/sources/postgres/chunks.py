@@ -21,9 +21,9 @@ import orjson
 import psycopg2
 
 from signaller.model import TableId, parse_lsn
-from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkTable, Key, RawRow
+from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkSchemaChanged, ChunkTable, Key, RawRow
 from signaller.sources.postgres.catalog import connect, translate
-from signaller.sources.postgres.chunk_sql import chunk_query, count_query, max_key_query
+from signaller.sources.postgres.chunk_sql import chunk_query, count_query, lock_and_version, max_key_query
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
 from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 from signaller.sources.watermarks import debezium_metadata_text
@@ -71,6 +71,25 @@ class VisibleSnapshot:
         """Whether the snapshot saw the effects of transaction ``xid32`` (committed before it)."""
         xid = self.widen(xid32)
         return xid < self.xmin or (xid < self.xmax and xid not in self.xip)
+
+
+def snapshot_statement(table: ChunkTable) -> str:
+    """A chunk read's first statement(s) in its transaction, returning ``pg_current_snapshot()`` (and, when the
+    table has a ``schema_version`` to check, the table locked first and its current version:
+    ``chunk_sql.lock_and_version``)."""
+    if table.schema_version is None:
+        return "SELECT pg_current_snapshot()::text, NULL"
+    return lock_and_version(table)
+
+
+def checked_snapshot(table: ChunkTable, row: tuple[Any, ...]) -> VisibleSnapshot:
+    """The snapshot of :func:`snapshot_statement`'s row; :class:`ChunkSchemaChanged` when the table's schema
+    version is not the one its columns were described with."""
+    text, version = row
+    if table.schema_version is not None and version != table.schema_version:
+        raise ChunkSchemaChanged(f"the columns of {table.schema}.{table.name} changed since they were described "
+                                 f"(schema version {table.schema_version} -> {version}): the chunk is read again")
+    return VisibleSnapshot.parse(text)
 
 
 class PostgresChunkReader(ChunkReader):
@@ -155,16 +174,18 @@ class PostgresChunkReader(ChunkReader):
         try:
             cur = self._cursor(raw=True)
             try:
-                cur.execute(f"{BEGIN_SNAPSHOT}; SELECT pg_current_snapshot()::text")
-                snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
+                cur.execute(f"{BEGIN_SNAPSHOT}; {snapshot_statement(table)}")
+                snapshot = checked_snapshot(table, cur.fetchone())
                 cur.execute(sql)
                 rows = list(cur.fetchall())
                 cur.execute("COMMIT")
             finally:
                 cur.close()
+        except ChunkSchemaChanged:
+            self._rollback()
+            raise
         except psycopg2.Error as exc:
-            with contextlib.suppress(Exception):
-                self._conn.rollback()
+            self._rollback()
             if self._conn is not None and self._conn.closed:
                 self._conn = None
             raise ChunkQueryError(str(translate(exc, f"reading a chunk of {table.schema}.{table.name}"))) from exc
@@ -188,12 +209,15 @@ class PostgresChunkReader(ChunkReader):
                     cur.execute(SESSION_SETUP)
                 conn.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
             with conn.cursor() as cur:
-                cur.execute("SELECT pg_current_snapshot()::text")
-                snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
+                cur.execute(snapshot_statement(table))
+                snapshot = checked_snapshot(table, cur.fetchone())
             cursor = conn.cursor(name="signaller_chunk")
             psycopg2.extensions.register_type(RAW_TEXT, cursor)
             cursor.execute(sql)
             rows = cursor.fetchmany(first)
+        except ChunkSchemaChanged:
+            self._abandon_cursor()
+            raise
         except psycopg2.Error as exc:
             self._abandon_cursor()
             raise ChunkQueryError(str(translate(exc, doing))) from exc
@@ -202,6 +226,12 @@ class PostgresChunkReader(ChunkReader):
             rest.close()
             return rows, None, snapshot
         return rows, rest, snapshot
+
+    def _rollback(self) -> None:
+        """End the explicit transaction of a chunk read that failed (the connection is in autocommit mode, where
+        ``connection.rollback()`` sends nothing), so the next statement (the close watermark) runs; never raises."""
+        with contextlib.suppress(Exception), self._conn.cursor() as cur:
+            cur.execute("ROLLBACK")
 
     def _abandon_cursor(self) -> None:
         conn = self._cursor_conn
@@ -220,8 +250,8 @@ class PostgresChunkReader(ChunkReader):
         try:
             cur = self._cursor(raw=True)
             try:
-                cur.execute(f"{BEGIN_SNAPSHOT}; SELECT pg_current_snapshot()::text")
-                snapshot = VisibleSnapshot.parse(cur.fetchone()[0])
+                cur.execute(f"{BEGIN_SNAPSHOT}; {snapshot_statement(table)}")
+                snapshot = checked_snapshot(table, cur.fetchone())
                 cur.execute(sql)
                 rows = list(cur.fetchall())
                 cur.execute("COMMIT")
@@ -233,9 +263,11 @@ class PostgresChunkReader(ChunkReader):
                 high = parse_lsn(cur.fetchone()[0])
             finally:
                 cur.close()
+        except ChunkSchemaChanged:
+            self._rollback()
+            raise
         except psycopg2.Error as exc:
-            with contextlib.suppress(Exception):
-                self._conn.rollback()
+            self._rollback()
             raise ChunkQueryError(str(translate(exc, f"reading a chunk of {table.schema}.{table.name}"))) from exc
         return rows, snapshot, high
 
