@@ -14,6 +14,8 @@ from signaller.sources.mariadb.chunk_sql import (
     max_key_query,
     quote_ident,
     quote_literal,
+    schema_version_sql,
+    version_probe,
 )
 
 pytestmark = pytest.mark.unit
@@ -74,3 +76,13 @@ def test_key_literals_follow_the_column_type(value: str, sql_type: str, literal:
 def test_key_literals_refuse_text_the_type_cannot_hold(value: str, sql_type: str) -> None:
     with pytest.raises(SourceError, match="key value"):
         key_literal(value, sql_type)
+
+
+def test_the_version_probe_names_the_table_and_computes_the_catalogs_version() -> None:
+    probe = version_probe(ChunkTable("in`v", "o'rders", ("id",), (("id", "int(11)"),)))
+    version = schema_version_sql("'in`v'", "'o\\'rders'")
+    assert probe == f"{version}, (SELECT 1 FROM `in``v`.`o'rders` LIMIT 0)"
+    assert "v.TABLE_SCHEMA = 'in`v' AND v.TABLE_NAME = 'o\\'rders'" in version
+    assert "ORDER BY v.ORDINAL_POSITION" in version
+    for column in ("COLUMN_NAME", "COLUMN_TYPE", "IS_NULLABLE", "ORDINAL_POSITION"):
+        assert f"v.{column}" in version

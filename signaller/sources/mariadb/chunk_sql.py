@@ -32,6 +32,8 @@ __all__ = [
     "qualified_name",
     "quote_ident",
     "quote_literal",
+    "schema_version_sql",
+    "version_probe",
 ]
 
 SESSION_SQL_MODE = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
@@ -158,3 +160,25 @@ def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: 
 def count_query(table: ChunkTable, upper: Key) -> str:
     """Debezium's bounded row count: rows with ``key <= upper`` (the maximum key) within the filter."""
     return f"SELECT COUNT(*) FROM {qualified_name(table)}{_where(table, None, upper)}"
+
+
+def schema_version_sql(schema: str, table: str) -> str:
+    """A scalar subquery: the md5 of the name, ``COLUMN_TYPE``, ``IS_NULLABLE`` and ordinal position of every
+    column of the table named by the SQL expressions ``schema`` and ``table`` (literals or placeholders), in
+    ordinal order, from ``information_schema.COLUMNS`` (NULL if it has none). Any ALTER TABLE that adds, drops,
+    renames, moves or retypes a column (or changes its nullability) changes it. The one definition both sides
+    use: the schema provider reads it in the statement that reads the columns, a chunk read with
+    :func:`version_probe`."""
+    return ("(SELECT MD5(GROUP_CONCAT(JSON_ARRAY(v.COLUMN_NAME, v.COLUMN_TYPE, v.IS_NULLABLE, v.ORDINAL_POSITION) "
+            "ORDER BY v.ORDINAL_POSITION SEPARATOR ',')) FROM information_schema.COLUMNS v "
+            f"WHERE v.TABLE_SCHEMA = {schema} AND v.TABLE_NAME = {table})")
+
+
+def version_probe(table: ChunkTable) -> str:
+    """Two select-list items for a statement inside a chunk read's transaction: the table's current
+    :func:`schema_version_sql`, and ``(SELECT 1 FROM <table> LIMIT 0)`` (always NULL). Naming the table makes
+    the statement take its metadata lock when it opens its tables, before the version is computed, and an
+    explicit transaction holds that lock until it ends: no ALTER TABLE can change the table between the check
+    and the end of the chunk's read (an ALTER waits for the commit)."""
+    version = schema_version_sql(quote_literal(table.schema), quote_literal(table.name))
+    return f"{version}, (SELECT 1 FROM {qualified_name(table)} LIMIT 0)"

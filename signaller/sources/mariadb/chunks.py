@@ -28,6 +28,12 @@ writes a transaction to the binlog (where the stream may read it) before InnoDB 
 before the open watermark in the binlog may still be invisible to the chunk; its GTID position tells the
 engine which streamed changes the chunk did not see (``signaller.snapshot.visibility``).
 
+A table altered since it was described (its ``ChunkTable.schema_version``) is never read with stale columns:
+each consistent-snapshot read takes the table's metadata lock in its transaction before anything else reads
+it (an ALTER then waits for the chunk's commit) and compares the version in the same statement; a changed
+version, or a chunk statement refused for a dropped column (1054) or a table rebuilt after the snapshot
+(1412), raises ``ChunkSchemaChanged`` (the engine describes the table again and reads the chunk again).
+
 Large chunks (:meth:`MariaDbChunkReader.read_chunk_streaming`) are read through an unbuffered cursor
 (PyMySQL ``SSCursor``) on a second connection, whose ``net_write_timeout`` is long enough for the
 engine to fetch the rest in slices between stream batches. Not thread-safe; keeps no state a restart needs.
@@ -45,8 +51,15 @@ import pymysql.cursors
 
 from signaller.errors import SignallerError, SourceError, TerminalSourceError
 from signaller.model import TableId
-from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkTable, Key, RawRow
-from signaller.sources.mariadb.chunk_sql import chunk_query, count_query, max_key_query, quote_ident, quote_literal
+from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkSchemaChanged, ChunkTable, Key, RawRow
+from signaller.sources.mariadb.chunk_sql import (
+    chunk_query,
+    count_query,
+    max_key_query,
+    quote_ident,
+    quote_literal,
+    version_probe,
+)
 from signaller.sources.mariadb.connection import Endpoint, connect, translate
 from signaller.sources.mariadb.positions import GtidSet, gtid_domain, gtid_sequence, position, transaction_number
 from signaller.sources.watermarks import debezium_metadata_text
@@ -56,6 +69,10 @@ __all__ = ["GtidVisibility", "MariaDbChunkReader", "transaction_number"]
 WATERMARK_KEYS_BEFORE_3_7 = ("openWindowTimestamp", "closeWindowTimestamp")
 """The keys of a watermark row's ``data`` before Debezium 3.7.0.Alpha1 (dbz#2236 added ``correlationId`` and
 ``dataCollectionId``): what Debezium's MariaDB connector 3.5.0.Final writes."""
+
+SCHEMA_CHANGED_CODES = frozenset({1054, 1412})
+"""Unknown column; table definition changed (rebuilt after the transaction's snapshot): a chunk read of a
+table altered since it was described (see ``_query_error``)."""
 
 CURSOR_WRITE_TIMEOUT_S = 3600
 """``net_write_timeout`` of the streaming connection: how long the server waits for the engine to fetch
@@ -80,10 +97,13 @@ class GtidVisibility:
         return gtid_sequence(tx_id) <= self.position.get(gtid_domain(tx_id), 0)
 
 
-def _consistent_snapshot(cur: Any) -> tuple[str, int, Any]:
+def _consistent_snapshot(cur: Any, table: ChunkTable) -> tuple[str, int, Any]:
     """Start a read-only transaction WITH CONSISTENT SNAPSHOT on ``cur``'s connection; its exact binlog file and
     offset (every transaction before them visible, none after) and their GTID position (``BINLOG_GTID_POS``;
-    None when MariaDB has none). ``TerminalSourceError`` without a binary log."""
+    None when MariaDB has none). When ``table`` has a ``schema_version``, the same statement takes the table's
+    metadata lock (held until the transaction ends) and checks the version (``chunk_sql.version_probe``):
+    :class:`ChunkSchemaChanged` if the table was altered since it was described. ``TerminalSourceError``
+    without a binary log."""
     cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
     cur.execute("SHOW SESSION STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')")
     status = {name.lower(): value for name, value in cur.fetchall()}
@@ -91,8 +111,24 @@ def _consistent_snapshot(cur: Any) -> tuple[str, int, Any]:
     if not file or offset is None:
         raise TerminalSourceError("MariaDB reports no binlog snapshot position: incremental snapshots need the "
                                   "binary log (log_bin)")
-    cur.execute(f"SELECT BINLOG_GTID_POS({quote_literal(file)}, {int(offset)})")
-    return str(file), int(offset), cur.fetchone()[0]
+    probe = "NULL, NULL" if table.schema_version is None else version_probe(table)
+    cur.execute(f"SELECT BINLOG_GTID_POS({quote_literal(file)}, {int(offset)}), {probe}")
+    gtid, version, _ = cur.fetchone()
+    if table.schema_version is not None and version != table.schema_version:
+        raise ChunkSchemaChanged(f"the columns of {table.schema}.{table.name} changed since they were described "
+                                 f"(schema version {table.schema_version} -> {version}): the chunk is read again")
+    return str(file), int(offset), gtid
+
+
+def _query_error(exc: pymysql.MySQLError, table: ChunkTable, doing: str) -> ChunkQueryError:
+    """The error a failed chunk statement raises: :class:`ChunkSchemaChanged` when the server refused a column
+    the description named (1054, a column dropped or renamed by an ALTER that committed before the chunk's
+    metadata lock) or the table was rebuilt after the chunk's snapshot (1412), else ``ChunkQueryError``."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    if table.schema_version is not None and code in SCHEMA_CHANGED_CODES:
+        return ChunkSchemaChanged(f"{translate(exc, doing)}: the table changed since it was described, the chunk "
+                                  "is read again")
+    return ChunkQueryError(str(translate(exc, doing)))
 
 
 def _visibility(gtid: Any, doing: str) -> GtidVisibility | None:
@@ -208,13 +244,16 @@ class MariaDbChunkReader(ChunkReader):
                 self._cursor_conn = connect(self._endpoint, "connecting for incremental snapshot chunks",
                                             net_write_timeout=CURSOR_WRITE_TIMEOUT_S)
             with self._cursor_conn.cursor() as cur:
-                _file, _offset, gtid = _consistent_snapshot(cur)
+                _file, _offset, gtid = _consistent_snapshot(cur, table)
             cursor = self._cursor_conn.cursor(pymysql.cursors.SSCursor)
             cursor.execute(sql)
             rows = _raw(cursor.fetchmany(first))
+        except ChunkSchemaChanged:
+            self._abandon_cursor(cursor)
+            raise
         except pymysql.MySQLError as exc:
             self._abandon_cursor(cursor)
-            raise ChunkQueryError(str(translate(exc, doing))) from exc
+            raise _query_error(exc, table, doing) from exc
         except SourceError as exc:
             self._abandon_cursor(cursor)
             raise ChunkQueryError(f"{doing}: {exc}") from exc
@@ -265,7 +304,7 @@ class MariaDbChunkReader(ChunkReader):
             sql = chunk_query(table, lower, upper, limit)
             with self._connection().cursor() as cur:
                 try:
-                    file, offset, gtid = _consistent_snapshot(cur)
+                    file, offset, gtid = _consistent_snapshot(cur, table)
                     cur.execute(sql)
                     rows = _raw(cur.fetchall())
                 finally:
@@ -274,7 +313,7 @@ class MariaDbChunkReader(ChunkReader):
         except pymysql.MySQLError as exc:
             if self._conn is not None and not self._conn.open:
                 self._conn = None
-            raise ChunkQueryError(str(translate(exc, doing))) from exc
+            raise _query_error(exc, table, doing) from exc
         except SourceError as exc:
             raise ChunkQueryError(f"{doing}: {exc}") from exc
         return rows, file, offset, gtid

@@ -1,14 +1,15 @@
 """MariaDB's table schema provider for snapshots, from ``information_schema``.
 
-``MariaDbSchemaProvider`` implements :class:`signaller.sources.base.TableSchemaProvider`: it lists the
-user tables (every database but the server's own), describes one (columns in ordinal order with their
-``COLUMN_TYPE``, NOT NULL, the primary key in key order, the columns with a single-column unique index,
-the row estimate of ``information_schema.TABLES``), and makes the :class:`MariaDbTableRows` that turn a
-chunk row (the server's text) into the row values the stream produces: each value parsed into the
-Python value the binlog client gives (``row_text.binlog_value``), then through the same values
-conversion as streamed rows (``convert_for``, which the source bundle passes in: the stream's
-value-to-Debezium functions of the table's plan; without it, ``convert``, by default :func:`unconverted`:
-the binlog client's values as they are).
+``MariaDbSchemaProvider`` implements :class:`signaller.sources.base.TableSchemaProvider`: it lists the user
+tables (every database but the server's own), describes one (columns in ordinal order with their
+``COLUMN_TYPE``, NOT NULL, the primary key in key order, the columns with a single-column unique index, the
+row estimate of ``information_schema.TABLES``, and the schema version of the columns,
+``chunk_sql.schema_version_sql``, read with them: the chunk reads check it), and makes the
+:class:`MariaDbTableRows` that turn a chunk row (the server's text) into the row values the stream produces:
+each value parsed into the Python value the binlog client gives (``row_text.binlog_value``), then through the
+same values conversion as streamed rows (``convert_for``, which the source bundle passes in: the stream's
+value-to-Debezium functions of the table's plan; without it, ``convert``, by default :func:`unconverted`: the
+binlog client's values as they are).
 
 Call it on the capture loop's thread; it raises ``SourceError`` when the catalog cannot be read and
 reconnects at the next call. It keeps no state: on restart a new session builds a new one.
@@ -26,6 +27,7 @@ import pymysql
 from signaller.config import CaptureSection
 from signaller.model import ChangeEvent, TableId
 from signaller.sources.base import ChangeT, TableDescription, TableRows, TableSchemaProvider
+from signaller.sources.mariadb.chunk_sql import schema_version_sql
 from signaller.sources.mariadb.connection import Endpoint, connect, translate
 from signaller.sources.mariadb.row_text import MariaDbColumn, binlog_value
 
@@ -46,8 +48,10 @@ _TABLES = ("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE
 _TABLE = "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s " \
          "AND TABLE_TYPE = 'BASE TABLE'"
 _COLUMNS = ("SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
-            "NUMERIC_SCALE, DATETIME_PRECISION FROM information_schema.COLUMNS "
+            f"NUMERIC_SCALE, DATETIME_PRECISION, {schema_version_sql('%s', '%s')} FROM information_schema.COLUMNS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION")
+"""The columns, each row with the table's schema version computed in the same statement (the version of
+exactly these columns; its parameters: the database and table twice)."""
 _INDEXES = ("SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
             "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY INDEX_NAME, SEQ_IN_INDEX")
 
@@ -149,11 +153,11 @@ class MariaDbSchemaProvider(TableSchemaProvider[ChangeT], Generic[ChangeT]):
         if not head:
             return None
         params = (table.schema, table.table)
+        found = self._rows(_COLUMNS, params * 2, f"describing {table}")
         columns = tuple(
             MariaDbColumn(name, int(position), data_type.lower(), column_type, nullable == "YES", charset,
                           None if scale is None else int(scale), None if precision is None else int(precision))
-            for name, position, data_type, column_type, nullable, charset, scale, precision
-            in self._rows(_COLUMNS, params, f"describing {table}"))
+            for name, position, data_type, column_type, nullable, charset, scale, precision, _ in found)
         indexes: dict[str, list[str]] = {}
         unique: set[str] = set()
         for index, non_unique, column in self._rows(_INDEXES, params, f"reading the indexes of {table}"):
@@ -169,6 +173,7 @@ class MariaDbSchemaProvider(TableSchemaProvider[ChangeT], Generic[ChangeT]):
             unique_columns=frozenset(cols[0] for name, cols in indexes.items() if name in unique and len(cols) == 1),
             estimated_rows=None if rows is None else int(rows),
             columns=columns,
+            schema_version=str(found[0][8]) if found and found[0][8] is not None else None,
         )
 
     def rows_for(self, table: TableDescription) -> MariaDbTableRows[ChangeT]:
