@@ -33,7 +33,8 @@ def test_every_stack_variable_is_under_a_dev_prefix() -> None:
 
 def test_sidecar_env_leaves_out_the_dev_variables_and_keeps_the_rest() -> None:
     base = {**BASE, "SIGNALLER_STACK_HOME": "/tmp/stack", "SIGNALLER_STACK_PG_PORT": "1",
-            "SIGNALLER_BENCH_ROWS": "5", "SIGNALLER_LOG_FORMAT": "json", "PATH": "/usr/bin"}
+            "SIGNALLER_BENCH_ROWS": "5", "SIGNALLER_CHAOS_PG_PORT": "26432", "SIGNALLER_LOG_FORMAT": "json",
+            "PATH": "/usr/bin"}
     env = sidecar_env(base, SIGNALLER_LOG_FORMAT="text")
     assert env == {**BASE, "SIGNALLER_LOG_FORMAT": "text", "PATH": "/usr/bin"}
     assert load_config(None, env).topics.prefix == "pg1"
@@ -42,3 +43,13 @@ def test_sidecar_env_leaves_out_the_dev_variables_and_keeps_the_rest() -> None:
 def test_sidecar_env_refuses_to_set_a_dev_variable() -> None:
     with pytest.raises(ValueError, match="SIGNALLER_STACK_HOME"):
         sidecar_env({}, SIGNALLER_STACK_HOME="/tmp/stack")
+
+
+def test_every_chaos_port_variable_is_under_a_dev_prefix() -> None:
+    """The chaos run's port variables share the sidecar's namespace; a sidecar started beside them (a test
+    session running the chaos tier and the capture tests under moved ports) must never see them."""
+    from bench.chaos.private_stack import PORT_ENV
+
+    assert all(name.startswith(DEV_ENV_PREFIXES) for name in PORT_ENV.values())
+    env = sidecar_env({**BASE, **{name: "26432" for name in PORT_ENV.values()}})
+    assert load_config(None, env).topics.prefix == "pg1"
