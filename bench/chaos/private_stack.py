@@ -24,9 +24,12 @@ from devtools.processes import port_open, read_pid, stop_pid
 from devtools.settings import ENV_NAMES, REPO_ROOT, StackSettings
 
 DEFAULT_HOME = REPO_ROOT / ".cache" / "chaos-stack"
-PORTS = {"pg_port": 56432, "kafka_port": 60092, "kafka_controller_port": 60093, "http_port": 58181,
-         "registry_port": 58281, "mariadb_port": 54306}
-"""Default ports of the private stack; none of them is a port of the shared stack (:class:`StackSettings` defaults)."""
+PORTS = {"pg_port": 26432, "kafka_port": 30092, "kafka_controller_port": 30093, "http_port": 28181,
+         "registry_port": 28281, "mariadb_port": 24306}
+"""Default ports of the private stack; none of them is a port of the shared stack (:class:`StackSettings` defaults).
+All lie below Linux's ephemeral range (32768-60999): the run restarts its servers while hundreds of client
+connections come and go, and a server's port taken meanwhile as a client's source port fails its restart
+("Address already in use"; seen with the earlier 56432/60092)."""
 PORT_ENV = {name: ENV_NAMES[name].replace("SIGNALLER_STACK_", "SIGNALLER_CHAOS_") for name in PORTS}
 """The environment variable that overrides each port of :data:`PORTS` (``SIGNALLER_CHAOS_PG_PORT``...)."""
 

@@ -133,5 +133,5 @@ def test_private_stack_ports_come_from_the_environment_for_a_second_clone() -> N
         ports_from_env({"SIGNALLER_CHAOS_HTTP_PORT": "http"})
     with pytest.raises(PrivateStackError, match="SIGNALLER_CHAOS_PG_PORT='70000'"):
         ports_from_env({"SIGNALLER_CHAOS_PG_PORT": "70000"})
-    with pytest.raises(PrivateStackError, match="kafka_port and pg_port are both port 56432"):
-        ports_from_env({"SIGNALLER_CHAOS_KAFKA_PORT": "56432"})
+    with pytest.raises(PrivateStackError, match="kafka_port and pg_port are both port 26432"):
+        ports_from_env({"SIGNALLER_CHAOS_KAFKA_PORT": "26432"})
