@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devtools import maven
-from devtools.processes import port_open, read_pid, start_detached, stop_pid, wait_for_port
+from devtools.processes import port_open, read_pid, start_detached, stop_pid, wait_for_port, wait_until_bindable
 from devtools.settings import REPO_ROOT, StackSettings
 from signaller.errors import TerminalError
 
@@ -115,6 +115,8 @@ def start(settings: StackSettings, paths: KafkaPaths, timeout_s: float = 90.0) -
     if port_open(settings.kafka_port):
         return False
     prepare(settings, paths)
+    for port in (settings.kafka_port, settings.kafka_controller_port):
+        wait_until_bindable(port, "Kafka", paths.log_file)
     argv = [
         _java(), HEAP, "-XX:+UseG1GC", "-Djava.awt.headless=true",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",

@@ -21,7 +21,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.processes import ServiceStartError, port_open, read_pid, start_detached, stop_pid, tail, wait_for_port
+from devtools.processes import (
+    ServiceStartError,
+    port_open,
+    read_pid,
+    start_detached,
+    stop_pid,
+    tail,
+    wait_for_port,
+    wait_until_bindable,
+)
 from devtools.settings import StackSettings
 from signaller.errors import TerminalError
 
@@ -168,6 +177,7 @@ def start(settings: StackSettings, paths: MariaDbPaths, timeout_s: float = 60.0)
     if first_start:
         _install_db(paths)
     paths.log_file.parent.mkdir(parents=True, exist_ok=True)
+    wait_until_bindable(settings.mariadb_port, "MariaDB", paths.log_file)
     pid = start_detached([str(binary), f"--defaults-file={paths.config}"], paths.log_file, paths.pid_file)
     wait_for_port(settings.mariadb_port, "MariaDB", paths.log_file, pid, timeout_s)
     try:

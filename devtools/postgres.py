@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtools.processes import ServiceStartError, port_open, tail
+from devtools.processes import ServiceStartError, port_open, tail, wait_until_bindable
 from devtools.settings import StackSettings
 from signaller.errors import TerminalError
 
@@ -142,6 +142,7 @@ def start(settings: StackSettings, paths: PostgresPaths, timeout_s: float = 60.0
     if port_open(settings.pg_port):
         return False
     init_cluster(settings, paths)
+    wait_until_bindable(settings.pg_port, "PostgreSQL", paths.log_file)
     paths.log_file.parent.mkdir(parents=True, exist_ok=True)
     paths.log_file.touch()
     _chown_to_server_user(paths.log_file)

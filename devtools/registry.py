@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devtools import maven, postgres
-from devtools.processes import ServiceStartError, port_open, read_pid, start_detached, stop_pid, wait_for_port
+from devtools.processes import (
+    ServiceStartError,
+    port_open,
+    read_pid,
+    start_detached,
+    stop_pid,
+    wait_for_port,
+    wait_until_bindable,
+)
 from devtools.settings import StackSettings
 from signaller.errors import TerminalError
 from signaller.sinks.registry import Compatibility, SchemaRegistryClient, SchemaRegistryError
@@ -119,6 +127,7 @@ def launch(settings: StackSettings, paths: RegistryPaths) -> int | None:
         return None
     runner = ensure_distribution(paths)
     postgres.ensure_database(settings, settings.registry_db)
+    wait_until_bindable(settings.registry_port, "Apicurio Registry", paths.log_file)
     argv = [
         _java(), HEAP, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
         *(f"-D{key}={value}" for key, value in server_properties(settings).items()),

@@ -25,16 +25,16 @@ class StackSettings:
     """
 
     home: Path = REPO_ROOT / ".cache"
-    pg_port: int = 55432
+    pg_port: int = 15432
     pg_user: str = "postgres"
     pg_password: str = "postgres"
     pg_db: str = "inventory"
-    kafka_port: int = 59092
-    kafka_controller_port: int = 59093
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
     http_port: int = 8089
-    registry_port: int = 58081
+    registry_port: int = 18081
     registry_db: str = "apicurio"
-    mariadb_port: int = 53306
+    mariadb_port: int = 13306
     mariadb_user: str = "root"
     mariadb_password: str = "mariadb"
     mariadb_db: str = "inventory"

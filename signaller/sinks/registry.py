@@ -136,7 +136,7 @@ class _Reply:
 
 class SchemaRegistryClient:
     """A client of one registry's Confluent-compatible API at ``url`` (e.g.
-    ``http://127.0.0.1:58081/apis/ccompat/v7``), with the caches the module docstring describes.
+    ``http://127.0.0.1:18081/apis/ccompat/v7``), with the caches the module docstring describes.
 
     ``user_info`` (``"user:password"``, as Confluent's ``basic.auth.user.info``) adds HTTP basic
     authentication; ``timeout_s`` bounds each request; ``transport`` replaces the HTTP layer (tests).

@@ -59,7 +59,7 @@ def test_the_sidecar_service_gets_no_dev_variables() -> None:
     environment = load()["services"]["signaller"]["environment"]
     assert dev_variables({str(name): str(value) for name, value in environment.items()}) == []
     config = load_config(None, {**{str(k): str(v) for k, v in environment.items()}, **REQUIRED})
-    assert config.kafka.bootstrap_servers == "kafka:59092"
+    assert config.kafka.bootstrap_servers == "kafka:19092"
 
 
 def test_registry_service_matches_the_local_registry() -> None:
