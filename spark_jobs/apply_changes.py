@@ -21,10 +21,10 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 4. compute ``_cdc_seq`` (see ``sequence``) and keep the newest event per key;
 5. a truncate (``op: t``) deletes every stored row older than it and is remembered as the
    table's truncate horizon (older events arriving later are dropped);
-6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``) so that a
-   late, older event cannot bring a deleted row back; an event older than a kept tombstone is
-   dropped (the tombstone MERGE sees only the batch's deletes and the keys that had a tombstone);
-   tombstones older than ``tombstone_retention_hours`` are removed;
+6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``, appended)
+   so that a late, older event cannot bring a deleted row back; an event older than the newest
+   kept tombstone of its key is dropped; tombstones older than ``tombstone_retention_hours`` are
+   removed;
 7. split by shape (``spark_jobs.split``): rows whose keys are provably new (new table, key outside
    the table's key range, or a snapshot read an anti-join did not find) are appended, unless they
    are the smaller part of a batch that needs a MERGE anyway (then the MERGE inserts them: one
@@ -241,9 +241,8 @@ class BatchApplier:
                 ).first()
             if stats.deletes:
                 with self._phase("tombstones"):
-                    touching = tagged.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
-                    writer.write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, tombs_exist,
-                                            bounds)
+                    writer.write_tombstones(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys, tomb_path,
+                                            name, batch_id, tombs_exist)
             if _fold_appends(counts.append, counts.merge):  # one commit: the MERGE inserts them
                 with self._phase("merge"):
                     writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
