@@ -21,14 +21,14 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 4. compute ``_cdc_seq`` (see ``sequence``) and keep the newest event per key;
 5. a truncate (``op: t``) deletes every stored row older than it and is remembered as the
    table's truncate horizon (older events arriving later are dropped);
-6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``) so that a
-   late, older event cannot bring a deleted row back; an event older than a kept tombstone is
-   dropped (the tombstone MERGE sees only the batch's deletes and the keys that had a tombstone);
-   tombstones older than ``tombstone_retention_hours`` are removed;
+6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``, appended)
+   so that a late, older event cannot bring a deleted row back; an event older than the newest
+   kept tombstone of its key is dropped; tombstones older than ``tombstone_retention_hours`` are
+   removed;
 7. split by shape (``spark_jobs.split``): rows whose keys are provably new (new table, key outside
-   the table's key range, or a snapshot read an anti-join did not find) are appended, unless they
-   are the smaller part of a batch that needs a MERGE anyway (then the MERGE inserts them: one
-   commit instead of two);
+   the table's key range, or a snapshot read an anti-join did not find) are appended, unless the
+   batch needs a MERGE anyway and they are its smaller part, or few and not snapshot reads (then
+   the MERGE inserts them: one commit instead of two);
 8. MERGE the rest: delete when matched and newer; update when matched and newer (keeping the stored
    value of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not
    matched and not a delete. ``deletion_vectors`` in the config turns Delta's deletion vectors on.
@@ -238,13 +238,13 @@ class BatchApplier:
                 counts = tagged.agg(
                     F.count(F.when(F.col("_dest") == "append", 1)).alias("append"),
                     F.count(F.when(F.col("_dest") == "merge", 1)).alias("merge"),
+                    F.count(F.when((F.col("_dest") == "append") & (F.col("_cdc_op") == "r"), 1)).alias("append_reads"),
                 ).first()
             if stats.deletes:
                 with self._phase("tombstones"):
-                    touching = tagged.where((F.col("_cdc_op") == "d") | F.col("_tombed"))
-                    writer.write_tombstones(spark, touching, columns, keys, tomb_path, name, batch_id, tombs_exist,
-                                            bounds)
-            if _fold_appends(counts.append, counts.merge):  # one commit: the MERGE inserts them
+                    writer.write_tombstones(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys, tomb_path,
+                                            name, batch_id, tombs_exist)
+            if _fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
                 with self._phase("merge"):
                     writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
             else:
@@ -279,11 +279,22 @@ class BatchApplier:
             self.dead_letters.append(rows.select(*RAW).withColumn("reason", F.lit(reason)), topic, batch_id)
 
 
-def _fold_appends(appends: int, merges: int) -> bool:
-    """Whether the provably new rows go into the MERGE too: when the MERGE runs anyway and they are
-    the smaller part, a separate append would only add a commit (the MERGE inserts them as rows it
-    does not match, at the cost of writing them). Either way is correct and idempotent."""
-    return bool(appends and merges and appends < merges)
+FOLD_APPENDS_UP_TO = 10_000
+"""A stream batch's provably new rows go into the MERGE it needs anyway when at most this many
+(see :func:`_fold_appends`)."""
+
+
+def _fold_appends(appends: int, merges: int, append_reads: int = 0) -> bool:
+    """Whether the provably new rows go into the MERGE too. When the MERGE runs anyway, a separate
+    append adds a commit, and the next write then rebuilds Delta's snapshot of the table (three
+    Spark jobs, ~0.3 s); the MERGE inserts the new rows as rows it does not match, at the cost of
+    joining and writing them with its own. So they are folded in when they are the smaller part of
+    the batch, or few and none of them a snapshot read (a stream's small batches: one commit
+    each). A backfill's reads of new keys (``append_reads``) stay appends unless they are the
+    smaller part: backfills are appended. Either way is correct and idempotent."""
+    if not (appends and merges):
+        return False
+    return appends < merges or (append_reads == 0 and appends <= FOLD_APPENDS_UP_TO)
 
 
 def min_partitions(spark: Any, cfg: ApplyJobConfig) -> int:

@@ -6,8 +6,9 @@ carries Delta's idempotent-write id (``txnAppId`` = app id + operation + table, 
 batch id), so a batch replayed after a crash skips the writes that committed; the sequence guard
 in every MERGE makes a replay a no-op even without that. Call on the driver, inside a batch.
 
-Tombstones (``<target_root>/_tombstones/<schema>/<table>``) remember deleted keys so that a late,
-older event cannot bring a deleted row back; ``tombstone_retention_hours`` bounds them.
+Tombstones (``<target_root>/_tombstones/<schema>/<table>``, append-only: one row per applied
+delete) remember deleted keys so that a late, older event cannot bring a deleted row back;
+``tombstone_retention_hours`` bounds them.
 """
 
 from __future__ import annotations
@@ -64,12 +65,11 @@ class DeltaWriter:
     def drop_tombstoned(
         self, spark: Any, latest: Any, keys: list[str], tomb_path: str, bounds: Bounds,
     ) -> tuple[Any, bool]:
-        """Drop upserts older than a kept tombstone; mark (``_tombed``) the keys that have one.
-        Returns the events and whether the tombstone table exists.
+        """Drop events older than the newest kept tombstone of their key. Returns the events and
+        whether the tombstone table exists.
 
-        The tombstone MERGE (``_write_tombstones``) then only sees the events it can change: the
-        batch's deletes and the keys that have a tombstone (an upsert of any other key matches
-        nothing and inserts nothing)."""
+        The tombstone table is append-only (one row per applied delete, see
+        :meth:`write_tombstones`), so a key may have several: the newest one counts."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
@@ -77,17 +77,17 @@ class DeltaWriter:
         with self._phase("tombstones"):
             exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
         if not exists:
-            return latest.withColumn("_tombed", F.lit(False)), False
+            return latest, False
         self._known.add(tomb_path)
         tombs = spark.read.format("delta").load(tomb_path)
         if bounds:  # file skipping: only tombstones in the batch's key range can matter
             tombs = tombs.where(range_sql(None, bounds))
-        tombs = tombs.select(*key_cols, F.col("_cdc_seq").alias("_tomb_seq"))
-        # ">=": a delete replayed after its tombstone was written (crash between the two MERGEs)
+        tombs = tombs.groupBy(*key_cols).agg(F.max("_cdc_seq").alias("_tomb_seq"))
+        # ">=": a delete replayed after its tombstone was written (crash between the two writes)
         # must still reach the target; an upsert never has exactly a tombstone's sequence.
         latest = latest.join(tombs, on=keys, how="left").where(
             F.col("_tomb_seq").isNull() | (F.col("_cdc_seq") >= F.col("_tomb_seq"))
-        ).withColumn("_tombed", F.col("_tomb_seq").isNotNull()).drop("_tomb_seq")
+        ).drop("_tomb_seq")
         return latest, True
 
     def tag(
@@ -130,10 +130,16 @@ class DeltaWriter:
         )
 
     def write_tombstones(
-        self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
-        batch_id: int, exists: bool, bounds: Bounds,
+        self, spark: Any, deletes: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
+        batch_id: int, exists: bool,
     ) -> None:
-        from delta.tables import DeltaTable
+        """Append one tombstone per delete of ``deletes`` (the batch's newest event per key, where it
+        is a delete). An append, not a MERGE: nothing is read or rewritten, and a key deleted again
+        later simply gets a newer row (:meth:`drop_tombstoned` takes the newest). A key re-created
+        after its delete keeps its tombstone until the retention ends; the target's sequence guard
+        already stops every event older than the re-created row. The table compacts its small
+        files itself (``delta.autoOptimize.autoCompact``)."""
+        from pyspark.sql import functions as F
 
         if not exists:
             types = {c.name: c.target_ddl for c in columns}
@@ -141,25 +147,13 @@ class DeltaWriter:
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS delta.`{tomb_path}` ({cols}, "
                 "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _deleted_at TIMESTAMP) "
-                "USING DELTA"
+                "USING DELTA TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'true')"
             )
             self._known.add(tomb_path)
-        cond = merge_condition(keys, bounds)
         self._txn(spark, "tombstones", name, batch_id)
         (
-            DeltaTable.forPath(spark, tomb_path).alias("t")
-            .merge(latest.alias("s"), cond)
-            .whenMatchedDelete(condition="s._cdc_op != 'd' AND s._cdc_seq > t._cdc_seq")
-            .whenMatchedUpdate(
-                condition="s._cdc_op = 'd' AND s._cdc_seq > t._cdc_seq",
-                set={"_cdc_seq": "s._cdc_seq", "_deleted_at": "current_timestamp()"},
-            )
-            .whenNotMatchedInsert(
-                condition="s._cdc_op = 'd'",
-                values={**{quote(k): f"s.{quote(k)}" for k in keys}, "_cdc_seq": "s._cdc_seq",
-                        "_deleted_at": "current_timestamp()"},
-            )
-            .execute()
+            deletes.select(*[quote(k) for k in keys], "_cdc_seq", F.current_timestamp().alias("_deleted_at"))
+            .write.format("delta").mode("append").save(tomb_path)
         )
 
     def collect_tombstones(self, spark: Any, path: str, name: str, batch_id: int) -> None:

@@ -270,3 +270,23 @@ def test_source_fields_are_those_of_the_writer_schema() -> None:
     assert sequence.source_fields(envelope("version", "lsn", "sequence", "txId")) == ("lsn", "sequence")
     assert sequence.source_fields(envelope("version", "gtid", "file", "pos", "row")) == ("file", "pos", "row")
     assert sequence.source_fields({"fields": [{"field": "op"}]}) == ()
+
+
+@pytest.mark.parametrize(("appends", "merges", "append_reads", "folded"), [
+    (0, 500, 0, False),  # nothing to fold
+    (500, 0, 0, False),  # no MERGE to fold into: a plain append
+    (100, 900, 0, True),  # the smaller part
+    (100, 900, 100, True),  # the smaller part, reads or not
+    (750, 750, 0, True),  # a stream's small batch: few new rows, one commit
+    (2, 2, 1, False),  # a snapshot's reads of new keys: appended (backfills are appends)
+    (10_000, 2_000, 0, True),
+    (10_001, 2_000, 0, False),  # many new rows and a small MERGE: the append is cheaper than joining them
+    (60_000, 40_000, 0, False),
+    (40_000, 60_000, 40_000, True),
+])
+def test_new_rows_join_the_merge_when_they_are_its_smaller_part_or_few_stream_rows(
+        appends: int, merges: int, append_reads: int, folded: bool) -> None:
+    from spark_jobs.apply_changes import FOLD_APPENDS_UP_TO, _fold_appends
+
+    assert FOLD_APPENDS_UP_TO == 10_000
+    assert _fold_appends(appends, merges, append_reads) is folded
