@@ -74,11 +74,12 @@ class DeltaWriter:
         from pyspark.sql import functions as F
 
         key_cols = [F.col(quote(k)) for k in keys]
-        with self._phase("tombstones"):
-            exists = tomb_path in self._known or DeltaTable.isDeltaTable(spark, tomb_path)
-        if not exists:
-            return latest, False
-        self._known.add(tomb_path)
+        if tomb_path not in self._known:
+            with self._phase("tombstones"):
+                if not DeltaTable.isDeltaTable(spark, tomb_path):
+                    return latest, False
+                _auto_compact(spark, tomb_path)
+            self._known.add(tomb_path)
         tombs = spark.read.format("delta").load(tomb_path)
         if bounds:  # file skipping: only tombstones in the batch's key range can matter
             tombs = tombs.where(range_sql(None, bounds))
@@ -138,7 +139,7 @@ class DeltaWriter:
         later simply gets a newer row (:meth:`drop_tombstoned` takes the newest). A key re-created
         after its delete keeps its tombstone until the retention ends; the target's sequence guard
         already stops every event older than the re-created row. The table compacts its small
-        files itself (``delta.autoOptimize.autoCompact``)."""
+        files itself (:data:`AUTO_COMPACT`)."""
         from pyspark.sql import functions as F
 
         if not exists:
@@ -147,7 +148,7 @@ class DeltaWriter:
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS delta.`{tomb_path}` ({cols}, "
                 "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _deleted_at TIMESTAMP) "
-                "USING DELTA TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'true')"
+                f"USING DELTA TBLPROPERTIES ({sql_string(AUTO_COMPACT)} = 'true')"
             )
             self._known.add(tomb_path)
         self._txn(spark, "tombstones", name, batch_id)
@@ -202,6 +203,20 @@ class DeltaWriter:
             .whenNotMatchedInsert(condition="s._cdc_op != 'd'", values=insert)
             .execute()
         )
+
+
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+"""The table property that makes Delta compact a table's small files after a write: the tombstone
+tables have it (an append per batch with deletes would otherwise leave a file each time)."""
+
+
+def _auto_compact(spark: Any, path: str) -> None:
+    """Turn :data:`AUTO_COMPACT` on for ``path`` unless it is on: a tombstone table written before
+    tombstones were appended (when a MERGE kept its files few) lacks it. One commit, at most once
+    per table and job run."""
+    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()}
+    if properties.get(AUTO_COMPACT) != "true":
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({sql_string(AUTO_COMPACT)} = 'true')")
 
 
 def merge_condition(keys: list[str], bounds: Bounds) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,9 @@ import pytest
 
 from signaller.model import Column
 from spark_jobs.apply_changes import BatchApplier
+from spark_jobs.connect_schema import ColumnSpec
 from spark_jobs.job_config import ApplyJobConfig
+from spark_jobs.writes import AUTO_COMPACT, DeltaWriter
 from tests.spark.cdc_events import Record, SourceTable
 
 pytestmark = pytest.mark.spark
@@ -56,3 +59,48 @@ def test_the_newest_of_several_tombstones_of_a_key_stops_a_late_event(spark: Any
     assert apply(5, [table.event("c", 600, 6000, after=one(1, "back"))]) == {1: "back", 2: "b2"}
     properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{tmp_path / 'delta' / '_tombstones' / 'public' / 'items'}`")
     assert {r.key: r.value for r in properties.collect()}.get("delta.autoOptimize.autoCompact") == "true"
+
+
+def test_a_tombstone_table_from_before_the_appends_gets_auto_compaction(spark: Any, tmp_path: Path) -> None:
+    """A tombstone table the MERGE-era job wrote has no auto compaction; the first batch of a job run
+    that reads it turns it on (else every batch with deletes would leave one more small file)."""
+    columns = [Column("id", 0, "int8", optional=False, is_key=True), Column("v", 0, "text")]
+    table = SourceTable("tombs", "legacy", columns)
+    cfg = ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
+                         checkpoint_location=str(tmp_path / "cp"), subscribe=table.topic)
+    tombs = tmp_path / "delta" / "_tombstones" / "public" / "legacy"
+    one = {"id": "1", "v": "a"}
+    BatchApplier(cfg)(batch(spark, table.topic, [table.event("c", 100, 1000, after=one),
+                                                 table.event("d", 200, 2000, before=one)], 0), 0)
+    spark.sql(f"ALTER TABLE delta.`{tombs}` UNSET TBLPROPERTIES ('{AUTO_COMPACT}')")
+
+    def auto_compact() -> str | None:
+        return {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{tombs}`").collect()}.get(AUTO_COMPACT)
+
+    assert auto_compact() is None
+    restarted = BatchApplier(cfg)
+    restarted(batch(spark, table.topic, [table.event("c", 300, 3000, after={"id": "2", "v": "b"})], 2), 1)
+    assert auto_compact() == "true"
+
+
+def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path) -> None:
+    """One append per batch with deletes: Delta's auto compaction (50 small files by default) keeps
+    the tombstone table's files few, and every tombstone is still there."""
+    from pyspark.sql import functions as F
+
+
+    writer = DeltaWriter(ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
+                                        checkpoint_location=str(tmp_path / "cp"), subscribe="x"),
+                         lambda _name: contextlib.nullcontext())
+    path = str(tmp_path / "delta" / "_tombstones" / "public" / "many")
+    columns = [ColumnSpec("id", "BIGINT", "id", "BIGINT", optional=False)]
+    for batch_id in range(60):
+        deletes = spark.range(batch_id * 10, batch_id * 10 + 10).select(
+            F.col("id"), F.struct(F.lit(1).cast("bigint").alias("commit_lsn"), F.col("id").alias("lsn"),
+                                  F.lit(0).cast("bigint").alias("kafka_offset")).alias("_cdc_seq")).coalesce(1)
+        writer.write_tombstones(spark, deletes, columns, ["id"], path, "public.many", batch_id, batch_id > 0)
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert detail.numFiles < 20, detail.numFiles
+    stored = spark.read.format("delta").load(path)
+    assert stored.count() == 600
+    assert stored.select("id").distinct().count() == 600
