@@ -79,7 +79,7 @@ def ensure_distribution(paths: RegistryPaths) -> Path:
     paths.app_dir.mkdir(parents=True)
     try:
         with tarfile.open(archive) as tar:
-            tar.extractall(paths.app_dir, filter="data")
+            unpack(tar, paths.app_dir)
     except (OSError, tarfile.TarError) as exc:
         msg = f"unpacking {archive} into {paths.app_dir} failed: {exc}"
         raise RegistrySetupError(msg) from exc
@@ -89,6 +89,26 @@ def ensure_distribution(paths: RegistryPaths) -> Path:
     stamp.write_text(ARTIFACT)
     shutil.rmtree(paths.download_dir)
     return paths.runner_jar
+
+
+def unpack(tar: tarfile.TarFile, target: Path) -> None:
+    """Unpack ``tar`` under ``target`` with Python's ``data`` extraction filter (no member outside
+    ``target``, no device files, no absolute or escaping links). Pythons without it (before 3.11.4:
+    Debian 12's 3.11.2) get the same checks here, and a refused member raises ``tarfile.TarError``
+    naming it."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(target, filter="data")
+        return
+    root = target.resolve()
+    for member in tar.getmembers():
+        destination = (root / member.name).resolve()
+        link_target = (destination.parent / member.linkname).resolve() if member.issym() else (
+            (root / member.linkname).resolve() if member.islnk() else destination)
+        if (member.isdev() or Path(member.name).is_absolute() or not destination.is_relative_to(root)
+                or not link_target.is_relative_to(root)):
+            msg = f"refusing archive member {member.name!r}: it would land outside {target} or is a device"
+            raise tarfile.TarError(msg)
+    tar.extractall(target)  # every member was checked above
 
 
 def server_properties(settings: StackSettings) -> dict[str, str]:
