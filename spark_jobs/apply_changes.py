@@ -56,6 +56,7 @@ from spark_jobs.dead_letters import DeadLetters
 from spark_jobs.decode import BatchError, Group
 from spark_jobs.frame import POSITION, RAW, SchemaCache, SchemaKey, discover, frame, schema_texts
 from spark_jobs.job_config import ApplyJobConfig, load_job_config
+from spark_jobs.kafka_source import consumer_options
 from spark_jobs.phases import PhaseClock
 from spark_jobs.sqltext import sql_string
 from spark_jobs.tables import (
@@ -308,7 +309,7 @@ def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
     """Start the streaming query (not blocking); returns the ``StreamingQuery``."""
     reader = (
         spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
+        .options(**consumer_options(cfg.bootstrap_servers, cfg.kafka_options))
         .option("startingOffsets", cfg.starting_offsets)
         .option("failOnDataLoss", str(cfg.fail_on_data_loss).lower())
     )

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from spark_jobs.frame import FORMATS
+from spark_jobs.kafka_source import MANAGED_BY_SPARK
 
 
 class JobConfigError(ValueError):
@@ -73,6 +74,7 @@ class ApplyJobConfig:
     format: str = "auto"
     schema_registry_url: str | None = None
     schema_registry_user_info: str | None = None
+    kafka_options: dict[str, str] = field(default_factory=dict)
 
     def layout_clause(self, table: str) -> str:
         """``PARTITIONED BY (...)`` / ``CLUSTER BY (...)`` for ``"<schema>.<table>"``, or ``""``."""
@@ -130,15 +132,37 @@ def load_job_config(path: str | Path) -> ApplyJobConfig:
     return config_from_mapping(raw, origin=str(path))
 
 
+def _kafka_option(key: str, value: Any, origin: str) -> str:
+    """A ``kafka.*`` property's value as Spark's Kafka source takes it (a string)."""
+    if key in MANAGED_BY_SPARK:
+        msg = (f"{origin}: {key!r} is set by Spark's Kafka source itself and cannot be configured "
+               "(startingOffsets says where a new query starts)")
+        raise JobConfigError(msg)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if not isinstance(value, (str, int, float)) or value == "":
+        msg = f"{origin}: {key!r} must be a string or a number (a Kafka consumer setting), got {value!r}"
+        raise JobConfigError(msg)
+    return str(value)
+
+
 def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> ApplyJobConfig:
     known = {f.name: f for f in fields(ApplyJobConfig)}
     values: dict[str, Any] = {}
     for key, value in raw.items():
+        if key.startswith("kafka.") and key not in ALIASES:
+            values.setdefault("kafka_options", {})[key] = _kafka_option(key, value, origin)
+            continue
         name = ALIASES.get(key, key.replace(".", "_").replace("-", "_"))
         if name not in known:
             msg = f"{origin}: unknown job property {key!r}; accepted: {sorted(known)}"
             raise JobConfigError(msg)
         values[name] = value
+    explicit = values.get("kafka_options") or {}
+    if not isinstance(explicit, dict) or not all(str(k).startswith("kafka.") for k in explicit):
+        msg = f"{origin}: 'kafka_options' must map 'kafka.<setting>' names to values, got {explicit!r}"
+        raise JobConfigError(msg)
+    values["kafka_options"] = {str(k): _kafka_option(str(k), v, origin) for k, v in explicit.items()}
     for required in ("bootstrap_servers", "target_root", "checkpoint_location"):
         if not values.get(required):
             msg = f"{origin}: missing required job property {required!r}"

@@ -290,3 +290,36 @@ def test_new_rows_join_the_merge_when_they_are_its_smaller_part_or_few_stream_ro
 
     assert FOLD_APPENDS_UP_TO == 10_000
     assert _fold_appends(appends, merges, append_reads) is folded
+
+
+def test_kafka_settings_pass_through_over_the_fetch_defaults() -> None:
+    from spark_jobs.kafka_source import FETCH_DEFAULTS, consumer_options
+
+    base = {"kafka.bootstrap.servers": "b:9092", "target_root": "/t", "checkpointLocation": "/c", "subscribe": "x"}
+    cfg = config_from_mapping({**base, "kafka.security.protocol": "SASL_SSL", "kafka.max.partition.fetch.bytes": 1024,
+                               "kafka.check.crcs": False})
+    assert cfg.kafka_options == {"kafka.security.protocol": "SASL_SSL", "kafka.max.partition.fetch.bytes": "1024",
+                                 "kafka.check.crcs": "false"}
+    assert cfg.bootstrap_servers == "b:9092"
+    options = consumer_options(cfg.bootstrap_servers, cfg.kafka_options)
+    assert options["kafka.bootstrap.servers"] == "b:9092"
+    assert options["kafka.max.partition.fetch.bytes"] == "1024"  # the job's own setting wins
+    assert options["kafka.fetch.max.wait.ms"] == FETCH_DEFAULTS["kafka.fetch.max.wait.ms"] == "10"
+    assert options["kafka.security.protocol"] == "SASL_SSL"
+    assert consumer_options("b:9092", config_from_mapping(base).kafka_options) == {
+        "kafka.bootstrap.servers": "b:9092", **FETCH_DEFAULTS}
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("kafka.auto.offset.reset", "latest", "set by Spark's Kafka source"),
+    ("kafka.enable.auto.commit", True, "set by Spark's Kafka source"),
+    ("kafka.sasl.jaas.config", {"a": 1}, "must be a string or a number"),
+    ("kafka.client.id", "", "must be a string or a number"),
+    ("kafka_options", {"security.protocol": "SSL"}, "'kafka.<setting>' names"),
+])
+def test_bad_kafka_settings_are_refused_by_name(key: str, value: object, named: str) -> None:
+    base = {"kafka.bootstrap.servers": "b:9092", "target_root": "/t", "checkpointLocation": "/c", "subscribe": "x"}
+    with pytest.raises(JobConfigError, match=named) as raised:
+        config_from_mapping({**base, key: value}, origin="apply.yaml")
+    assert "apply.yaml" in str(raised.value)
+    assert repr(key) in str(raised.value)
