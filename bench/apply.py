@@ -54,6 +54,7 @@ from confluent_kafka import Producer
 from bench.process import ReportingProcess, Sidecar
 from bench.scratch import Scratch
 from bench.stats import Figure, percentile, summarize
+from bench.sustained import GROWTH_TOLERANCE, SIDECAR_MAX_CHANGES_PER_S, sustained_session
 from devtools import StackSettings
 from signaller.model import ChangeEvent, Column, Op, TableId, TableSchema
 from signaller.sinks.registry import SchemaRegistryClient
@@ -95,6 +96,8 @@ class ApplyOptions:
     e2e_warmup_s: float = 15.0
     e2e_window_s: float = 30.0
     trigger: str = "1 second"
+    sustained_rate: int = SIDECAR_MAX_CHANGES_PER_S
+    sustained_s: float = 60.0
 
 
 PHASE_NOTES = {
@@ -798,6 +801,13 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         floor = floor_run(settings, options, worker, cached, log)
         snap = snapshot_runs(settings, options, worker, log, detail)
         e2e, session = e2e_session(settings, options, worker, cached)
+        sustained = sustained_session(
+            settings, worker, cached, _Events(f"bench-sustained-{uuid.uuid4().hex[:8]}", options.rows, seed=13),
+            options.sustained_rate, options.sustained_s, options.trigger, Path("public") / TABLE, _admin_topics)
+        log(f"  sustained: {sustained.offered_per_s:,.0f} records/s offered for {options.sustained_s:.0f}s "
+            f"(asked {options.sustained_rate:,} changes/s), {sustained.applied_per_s:,.0f}/s applied; lag "
+            f"{sustained.lag_start:,} -> {sustained.lag_end:,} records: "
+            f"{'growing' if sustained.growing else 'steady'} ({sustained.growth_per_s:+,.0f}/s)")
         for index, result in enumerate(e2e):
             log(f"  e2e window {index + 1}/{options.runs}: p50 {result['p50_ms']:,.0f} ms, "
                 f"p99 {result['p99_ms']:,.0f} ms ({result['offered']:,.0f} changes/s, {result['missing']:.0f} missing, "
@@ -869,6 +879,21 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         "e2e_last_third_p50_ms": summarize([session["last_third_p50_ms"]], "ms", digits=0),
         "lag_growing": summarize([session["lag_growing"]], "0/1", digits=0,
                                  note="1: the last third's p50 is over 1.5 x the first third's and 500 ms more"),
+        "sustained_lag_growing": summarize(
+            [1.0 if sustained.growing else 0.0], "0/1", digits=0,
+            note=f"{options.sustained_s:.0f} s of the mixed changes offered at {options.sustained_rate:,}/s (the "
+                 f"sidecar's streaming.max_changes_per_s) to the job's streaming query; 1: the lag (records in Kafka "
+                 f"not yet in a finished micro-batch) rose by over {GROWTH_TOLERANCE:.0%} of the records offered "
+                 f"from the end of the first third on"),
+        "sustained_offered_per_s": summarize([sustained.offered_per_s], "records/s", digits=0,
+                                             note="records delivered to Kafka per second of the sustained window "
+                                                  "(Kafka tombstones included; less than asked when the 2 cores "
+                                                  "cannot generate them that fast beside Spark)"),
+        "sustained_applied_per_s": summarize([sustained.applied_per_s], "records/s", digits=0,
+                                             note="records of the micro-batches finished within the window, "
+                                                  "per second"),
+        "sustained_lag_growth_per_s": summarize([sustained.growth_per_s], "records/s", digits=0,
+                                                note="how fast the lag rose after the first third"),
     }
     parameters = {
         "rows": options.rows, "table": TABLE_SQL, "small_batch": options.small, "large_batch": options.large,
@@ -876,6 +901,7 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         "mix": "80% updates of existing keys, 10% inserts, 10% deletes (+ tombstones), 100 changes per transaction",
         "warmup": options.warmup, "e2e_rate": options.e2e_rate, "e2e_tx_rows": options.e2e_tx_rows,
         "e2e_warmup_s": options.e2e_warmup_s, "e2e_window_s": options.e2e_window_s, "trigger": options.trigger,
+        "sustained_rate": options.sustained_rate, "sustained_s": options.sustained_s,
         "master": "local[2]",
         "jvm_rss_peak_mb_whole_section": round(exit_report["jvm_rss_peak_kb"] / 1024, 1) if exit_report else None,
     }

@@ -266,6 +266,8 @@ def chart_panels(document: dict[str, Any]) -> list[Panel]:
                                            ("deletion vectors", "apply.changes_per_s_dv")]),
             ("apply backfill\nrows/s", [(SIGNALLER, "apply.backfill_rows_per_s")]),
             ("apply re-snapshot\nrows/s", [(SIGNALLER, "apply.resnapshot_rows_per_s")]),
+            ("apply, sustained\nrecords/s", [("offered", "apply.sustained_offered_per_s"),
+                                             ("applied", "apply.sustained_applied_per_s")]),
             ("MariaDB streaming\nchanges/s", [(SIGNALLER, "mariadb.streaming_max_changes_per_s"),
                                                (DEBEZIUM, "mariadb.debezium_streaming_max_changes_per_s")]),
             ("MariaDB snapshot\nrows/s", [(SIGNALLER, "mariadb.snapshot_rows_per_s"),

@@ -26,6 +26,7 @@ from bench.options import DebeziumOptions, SnapshotOptions, StreamingOptions
 from bench.results import format_table, machine_info, write_results
 from bench.snapshot import run_snapshot
 from bench.streaming import run_streaming
+from bench.sustained import SIDECAR_MAX_CHANGES_PER_S
 from devtools import Stack, StackSettings
 
 Section = Callable[[StackSettings, argparse.Namespace, Callable[[str], None]], dict[str, Any]]
@@ -62,7 +63,9 @@ def _snapshot(settings: StackSettings, args: argparse.Namespace, log: Callable[[
 def _apply(settings: StackSettings, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     small, large = args.apply_batches
     options = ApplyOptions(runs=args.runs, rows=args.apply_rows, small=small, large=large, warmup=args.apply_warmup,
-                           e2e_rate=args.e2e_rate, e2e_window_s=args.e2e_window, e2e_warmup_s=args.e2e_warmup)
+                           e2e_rate=args.e2e_rate, e2e_window_s=args.e2e_window, e2e_warmup_s=args.e2e_warmup,
+                           sustained_rate=args.sustained_rate or args.measured_max_rate or SIDECAR_MAX_CHANGES_PER_S,
+                           sustained_s=args.sustained_s)
     return run_apply(settings, options, log)
 
 
@@ -81,7 +84,8 @@ QUICK = {
     "runs": 1, "changes": 50_000, "duration": 5.0, "warmup": 1.0,
     "snapshot_rows": 100_000, "range_rows": 32_768, "chunk_sizes": [4096, 16384], "idle": 5.0,
     "apply_rows": 100_000, "apply_batches": [2_000, 20_000], "apply_warmup": 500, "e2e_window": 10.0,
-    "e2e_warmup": 5.0, "debezium_changes": 20_000, "debezium_stock_changes": 0, "debezium_range_rows": 16_384,
+    "e2e_warmup": 5.0, "sustained_s": 20.0,
+    "debezium_changes": 20_000, "debezium_stock_changes": 0, "debezium_range_rows": 16_384,
     "mariadb_changes": 20_000, "mariadb_snapshot_rows": 20_000,
 }
 """``--quick``: what changes (options given explicitly still win)."""
@@ -89,7 +93,8 @@ DEFAULTS = {
     "runs": 3, "changes": 300_000, "duration": 15.0, "warmup": 2.0,
     "snapshot_rows": 1_000_000, "range_rows": 131_072, "chunk_sizes": [4096, 65536], "idle": 10.0,
     "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 30.0,
-    "e2e_warmup": 15.0, "debezium_changes": 100_000, "debezium_stock_changes": 20_000, "debezium_range_rows": 65_536,
+    "e2e_warmup": 15.0, "sustained_s": 60.0,
+    "debezium_changes": 100_000, "debezium_stock_changes": 20_000, "debezium_range_rows": 65_536,
     "mariadb_changes": 100_000, "mariadb_snapshot_rows": 200_000,
 }
 
@@ -143,6 +148,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     group.add_argument("--e2e-rate", type=int, default=1_000, help="end-to-end writer's changes/s (default 1,000)")
     group.add_argument("--e2e-window", type=float, help="end-to-end: seconds per measured window (default 30)")
     group.add_argument("--e2e-warmup", type=float, help="end-to-end: seconds written before measuring (default 15)")
+    group.add_argument("--sustained-rate", type=int,
+                       help="sustained load: changes/s offered to the apply job (default: the streaming section's "
+                            f"max_changes_per_s when it ran before, else {SIDECAR_MAX_CHANGES_PER_S:,})")
+    group.add_argument("--sustained-s", type=float, help="sustained load: seconds offered (default 60)")
     group = parser.add_argument_group("mariadb (the sidecar's MariaDB source and Debezium's MariaDB connector)")
     group.add_argument("--mariadb-changes", type=int, help="binlog catch-up throughput: changes (default 100,000)")
     group.add_argument("--mariadb-snapshot-rows", type=int, help="rows of the snapshotted table (default 200,000)")
@@ -168,7 +177,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             setattr(args, key, QUICK[key] if args.quick else value)
     if len(args.apply_batches) != 2:
         parser.error("--apply-batches takes two sizes: SMALL,LARGE")
+    args.measured_max_rate = None
     return args
+
+
+def _measured_max_rate(document: dict[str, Any]) -> int | None:
+    """The sidecar's ``streaming.max_changes_per_s`` (median) when this run measured it."""
+    figure = document.get("streaming", {}).get("max_changes_per_s")
+    median = figure.get("median") if isinstance(figure, dict) else None
+    return int(median) if isinstance(median, (int, float)) and median > 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             result = SECTIONS[name](stack.settings, args, log)
             rss = result.pop("rss_mb", None)
             document.update(result)
+            args.measured_max_rate = _measured_max_rate(document)
             if rss:
                 document.setdefault("rss_mb", {}).update(rss)
             log(f"[{name}] {time.monotonic() - t0:.0f}s")

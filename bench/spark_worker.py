@@ -123,11 +123,12 @@ class Worker:
 
     def _read(self, command: dict[str, Any], start: int, end: int) -> Any:
         from spark_jobs.apply_changes import min_partitions
+        from spark_jobs.kafka_source import consumer_options
 
         topic = command["topic"]
         return (
             self.spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", command["bootstrap_servers"])
+            .options(**consumer_options(command["bootstrap_servers"], {}))
             .option("minPartitions", str(min_partitions(self.spark, self._config(command))))
             .option("subscribe", topic)
             .option("startingOffsets", json.dumps({topic: {"0": start}}))
@@ -192,7 +193,8 @@ class Worker:
     def stream(self, command: dict[str, Any]) -> None:
         from spark_jobs.apply_changes import start_query
 
-        cfg = self._config(command, trigger_interval=command.get("trigger", "1 second"))
+        cfg = self._config(command, trigger_interval=command.get("trigger", "1 second"),
+                           max_offsets_per_trigger=command.get("max_offsets_per_trigger"))
         self.query = start_query(self.spark, cfg)
         report("stream_started")
         threading.Thread(target=self._progress, args=(self.query,), daemon=True).start()
