@@ -15,14 +15,15 @@ FETCH_DEFAULTS: dict[str, str] = {
     # does) waits for the consumer's prefetch past the end: measured on 100,000 records of the
     # bench's topic, 0.85 s to read them with the default, 0.35 s with 10 ms.
     "kafka.fetch.max.wait.ms": "10",
-    # Fewer round trips per batch (1 MiB is Kafka's default): the same read took 0.27 s. A cached
-    # consumer holds at most one such fetch per partition.
-    "kafka.max.partition.fetch.bytes": str(8 << 20),
 }
 """Consumer settings the job sets unless its configuration names them (``kafka.<setting>``)."""
 MANAGED_BY_SPARK = ("kafka.auto.offset.reset", "kafka.enable.auto.commit", "kafka.key.deserializer",
                     "kafka.value.deserializer", "kafka.interceptor.classes")
 """``kafka.*`` settings Spark's Kafka source refuses (it sets them itself)."""
+# Not set: a larger ``max.partition.fetch.bytes``. 8 MiB read the same 100,000 records in 0.27 s,
+# but a 1,000,000-row re-snapshot (bench, 100,000-row batches, 1g driver heap) then ran at 5,320
+# rows/s instead of 16,122, its phases all slower batch after batch; most likely the heap: Spark
+# pools up to 64 idle consumers, and each may hold a prefetch of that size.
 
 
 def consumer_options(bootstrap_servers: str, kafka_options: dict[str, str]) -> dict[str, Any]:
