@@ -50,6 +50,7 @@ from typing import Any
 import psycopg2
 
 from bench import debezium as dbz
+from bench import produce_limit
 from bench.live import NARROW_TABLE, LiveSession, Stamper
 from bench.options import SnapshotOptions
 from bench.process import Sidecar
@@ -58,6 +59,8 @@ from bench.stats import Figure, per_run_ratio, summarize
 from devtools import StackSettings
 
 SNAPSHOT_TABLE = "id bigint PRIMARY KEY, a int NOT NULL, b int, note text"
+LIMIT_ROWS = 200_000
+"""Rows rendered for the machine-limit figures (``bench.produce_limit``)."""
 FLUSH_INTERVAL_MS = 50
 
 
@@ -260,6 +263,11 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
                 f"at {lat['offered']:,.0f} changes/s")
             run["copy"] = copy_rate(settings, table, options.rows)
             log(f"{prefix} COPY {run['copy']:,.0f} rows/s")
+            limit_rows = min(options.rows, LIMIT_ROWS)
+            limits = produce_limit.measure(settings, table, session.scratch.topic_prefix, limit_rows)
+            run["render"], run["memory_produce"] = limits.render_rows_per_s, limits.produce_rows_per_s
+            log(f"{prefix} the READ records alone: rendered {run['render']:,.0f} rows/s, produced from memory "
+                f"{run['memory_produce']:,.0f} rows/s ({limits.value_bytes:,.0f}-byte values)")
             run["full"] = session.snapshot(base)["rows_per_s"]
             log(f"{prefix} snapshot of all {options.rows:,} rows, chunk {base}: {run['full']:,.0f} rows/s")
             shift = index % len(sizes)
@@ -351,6 +359,15 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "under_load_ratio": summarize([ratio(lo[base]["rows_per_s"], i["ranges"][base]) for i, lo in pairs],
                                       "ratio", digits=3, note="rows_per_s_under_load / rows_per_s_chunk_base, per run"),
         "copy_rows_per_s": summarize([r["copy"] for r in idle], "rows/s", digits=0),
+        "render_rows_per_s": summarize([r["render"] for r in idle], "rows/s", digits=0,
+                                       note=f"the sidecar's READ serializer alone (serialize_read: row values in, "
+                                            f"JSON key and value out), {min(options.rows, LIMIT_ROWS):,} rows"),
+        "memory_produce_rows_per_s": summarize(
+            [r["memory_produce"] for r in idle], "rows/s", digits=0,
+            note=f"the same READ records rendered beforehand, produced {produce_limit.REPEATS} times from memory "
+                 "with the sidecar's producer settings until acknowledged: the machine's limit for them"),
+        "best_vs_memory_produce": summarize([ratio(r["ranges"][best], r["memory_produce"]) for r in idle], "ratio",
+                                            digits=3, note="best_rows_per_s / memory_produce_rows_per_s, per run"),
         "vs_copy": summarize([ratio(r["full"], r["copy"]) for r in idle], "ratio", digits=4,
                              note="rows_per_s / copy_rows_per_s, per run"),
         "best_vs_copy": summarize([ratio(r["ranges"][best], r["copy"]) for r in idle], "ratio", digits=4,
