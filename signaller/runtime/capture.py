@@ -63,6 +63,17 @@ class CaptureStats:
     started_at: float = field(default_factory=time.time)
 
 
+def wait_for_log(timeout_s: float, until_flush_s: float, settled: bool) -> float:
+    """How long the loop may wait for the log: ``timeout_s`` (the snapshots' answer, else the
+    poll interval), but never past the next offset flush while records wait for their delivery
+    reports or a position waits to be committed (``settled`` false). Otherwise a quiet log kept the
+    loop in one wait of up to ``poll.interval.ms`` with the end of a snapshot, say, delivered but
+    neither acknowledged nor committed."""
+    if settled:
+        return timeout_s
+    return max(0.0, min(timeout_s, until_flush_s))
+
+
 def kafka_failure(exc: KafkaException, bootstrap: str) -> SinkError:
     """A ``KafkaException`` that escaped the sink, as a ``TransientSinkError`` (retried with backoff)
     unless the client reports it fatal (``TerminalSinkError``)."""
@@ -167,7 +178,8 @@ class CaptureLoop:
             # While a snapshot window's READs wait, the loop reads whatever the log has and goes on emitting.
             if snapshots.awaiting_position:
                 reader.request_position()
-            items = reader.poll(config.streaming.max_batch_size, snapshots.poll_timeout(poll_s))
+            items = reader.poll(config.streaming.max_batch_size, wait_for_log(
+                snapshots.poll_timeout(poll_s), next_flush - time.monotonic(), checkpoint.settled()))
             for item in items:
                 if type(item) is change_type:
                     snapshots.on_change(item)

@@ -133,6 +133,11 @@ class Checkpoint:
                 return now - group.begun_at
         return 0.0
 
+    def settled(self) -> bool:
+        """Nothing to commit or acknowledge: no open group and no group left (every closed group
+        delivered and taken by :meth:`committable`)."""
+        return self._current is None and not self._groups
+
     def idle(self) -> bool:
         """No open group and nothing waiting for delivery."""
         return self._current is None and not any(g.pending or not g.closed for g in self._groups)

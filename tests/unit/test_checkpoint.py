@@ -123,3 +123,30 @@ def test_the_stall_age_is_the_oldest_unacknowledged_groups_not_any_record_in_fli
     fresh.on_delivery(None, None)
     assert checkpoint.oldest_unacknowledged_s(now) == 0.0
     assert checkpoint.committable().position == 20
+
+
+def test_settled_only_when_every_group_is_delivered_and_taken() -> None:
+    checkpoint = Checkpoint()
+    assert checkpoint.settled()
+    checkpoint.begin()
+    assert not checkpoint.settled()  # an open group
+    acks = produce(checkpoint)
+    checkpoint.close_group(100)
+    assert not checkpoint.settled()  # in flight
+    acks[0](None, "m")
+    assert not checkpoint.settled()  # delivered, its position not yet taken for a commit
+    assert checkpoint.committable().position == 100
+    assert checkpoint.settled()
+
+
+@pytest.mark.parametrize(("timeout_s", "until_flush_s", "settled", "expected"), [
+    (0.5, 0.05, True, 0.5),     # nothing to flush: the whole poll interval
+    (0.5, 0.05, False, 0.05),   # records or a position wait: wake for the flush
+    (0.002, 0.05, False, 0.002),  # a snapshot's shorter wait still wins
+    (0.5, -0.01, False, 0.0),   # the flush is overdue: do not wait at all
+])
+def test_the_loop_never_sleeps_past_a_due_flush_with_work_pending(
+        timeout_s: float, until_flush_s: float, settled: bool, expected: float) -> None:
+    from signaller.runtime.capture import wait_for_log
+
+    assert wait_for_log(timeout_s, until_flush_s, settled) == pytest.approx(expected)
