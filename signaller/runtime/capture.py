@@ -147,6 +147,8 @@ class CaptureLoop:
                 # started before anything streams, so a kill before the first commit resumes there.
                 self.store.commit(Offsets(start, source_keys=keys))
             snapshots.start(offsets, tables, schema_snapshot=source.schema_snapshot_taken)
+            if self.control is not None:
+                self.control.wake_with(reader.wake)
             self._stream(reader, sink, checkpoint, dispatcher, snapshots)
         except KafkaException as exc:
             # A Kafka client call (metadata, topic creation) failed outside the delivery path: an
@@ -159,6 +161,8 @@ class CaptureLoop:
             except Exception as exc:  # the original error (if any) is the one to report
                 log.warning("could not commit offsets while closing: %s", exc)
             finally:
+                if self.control is not None:
+                    self.control.wake_with(None)
                 snapshots.close()
                 reader.close()
                 sink.close(5)

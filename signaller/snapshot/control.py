@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Literal
@@ -66,6 +67,7 @@ class SidecarControl:
         self._queue: queue.Queue[tuple[Signal | int, Future[SignalOutcome]]] = queue.Queue()
         self._status = SidecarStatus()
         self._lock = threading.Lock()
+        self._wake: Callable[[], None] | None = None
 
     # -- called by other threads ----------------------------------------------------------
     def submit(self, signal: Signal) -> Future[SignalOutcome]:
@@ -73,6 +75,7 @@ class SidecarControl:
         ``SignalOutcome`` once the loop has applied or rejected it."""
         future: Future[SignalOutcome] = Future()
         self._queue.put((signal, future))
+        self._wake_loop()
         return future
 
     def set_chunk_size(self, size: int) -> Future[SignalOutcome]:
@@ -80,6 +83,7 @@ class SidecarControl:
         engine's answer, and an accepted size applies from the next chunk."""
         future: Future[SignalOutcome] = Future()
         self._queue.put((size, future))
+        self._wake_loop()
         return future
 
     def status(self) -> SidecarStatus:
@@ -87,7 +91,18 @@ class SidecarControl:
         with self._lock:
             return self._status
 
+    def _wake_loop(self) -> None:
+        wake = self._wake
+        if wake is not None:
+            wake()
+
     # -- called by the capture loop -------------------------------------------------------
+    def wake_with(self, wake: Callable[[], None] | None) -> None:
+        """What ``submit`` and ``set_chunk_size`` call after queueing, so that a loop waiting for a quiet
+        log takes the request at once instead of after up to ``poll.interval.ms`` (the loop's reader's
+        ``wake`` while a session runs, None between sessions)."""
+        self._wake = wake
+
     def report_error(self, error: str) -> None:
         """The capture session failed: ``/health`` reports it until the next ``publish``."""
         from dataclasses import replace

@@ -358,6 +358,12 @@ class LogReader(Protocol[ItemT_co]):
         None before the first one of a session that started from the source's own position."""
         ...
 
+    def wake(self) -> None:
+        """Make a :meth:`poll` waiting for the log, or the next one, return at once with what it has
+        (maybe nothing). Thread-safe: called from other threads (a signal submitted through the API);
+        a wake before :meth:`open` or after :meth:`close` does nothing harmful."""
+        ...
+
     def request_position(self) -> None:
         """Ask the source to report its log position soon (it comes through :attr:`stream_end` at a later
         :meth:`poll`), even with nothing to stream; calls closer together than the source's minimum interval

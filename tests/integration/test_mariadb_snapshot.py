@@ -456,3 +456,18 @@ def test_reads_of_zero_dates_and_their_server_id_are_as_streamed(env: MariaEnv) 
     assert streamed.payload["after"] == {"id": 1, "d": None, "d_nn": 0, "dt_nn": 0}, streamed.payload
     assert read.payload["after"] == streamed.payload["after"]
     assert read.payload["source"]["server_id"] == streamed.payload["source"]["server_id"] == int(server_id) != 0
+
+
+def test_an_api_signal_is_taken_at_once_on_a_quiet_binlog(env: MariaEnv) -> None:
+    """``POST /signals`` wakes the binlog reader's wait: the answer does not wait out ``poll.interval.ms``."""
+    tables = Tables(env, {"int": 30})
+    car = env.sidecar(snapshot_config(env, [tables.names["int"]], None, heartbeat_interval_ms="0",
+                                      poll_interval_ms="20000"))
+    api = start(car)
+    time.sleep(1.0)  # nothing is written: the loop settles into its wait for the binlog
+    started = time.monotonic()
+    api.accepted("execute-snapshot", {"data-collections": [tables.qualified("int")]}, "wake-m")
+    answered_s = time.monotonic() - started
+    assert answered_s < 5, f"the loop took {answered_s:.1f}s to take the signal\n{car.log_tail()}"
+    api.wait_idle(TIMEOUT_S)
+    api.close()

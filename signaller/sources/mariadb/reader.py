@@ -120,7 +120,7 @@ class MariaDbLogReader(LogReader[Any]):
         self._catalog = catalog
         self._plans = plans
         self._recorder = recorder
-        self._queue: queue.Queue[_Handed | BaseException] = queue.Queue(QUEUE_TRANSACTIONS)
+        self._queue: queue.Queue[_Handed | BaseException | None] = queue.Queue(QUEUE_TRANSACTIONS)  # None: wake
         self._thread: threading.Thread | None = None
         self._stream: _Stream | None = None
         self._stopping = threading.Event()
@@ -182,15 +182,16 @@ class MariaDbLogReader(LogReader[Any]):
         try:
             first = self._queue.get(timeout=timeout_s) if not items and timeout_s > 0 else self._queue.get_nowait()
             while True:
-                if isinstance(first, BaseException):
-                    raise first
-                items.extend(first.items)
-                self._handed += 1
-                if first.end is not None:
-                    self._handed_end = first.end
-                    self._handed_last_commit = first.end
-                if len(items) >= max_items:
-                    break
+                if first is not None:  # None: a wake-up (see wake), nothing to hand out
+                    if isinstance(first, BaseException):
+                        raise first
+                    items.extend(first.items)
+                    self._handed += 1
+                    if first.end is not None:
+                        self._handed_end = first.end
+                        self._handed_last_commit = first.end
+                    if len(items) >= max_items:
+                        break
                 first = self._queue.get_nowait()
         except queue.Empty:
             pass
@@ -209,6 +210,12 @@ class MariaDbLogReader(LogReader[Any]):
     def last_commit(self) -> int | None:
         """The end position of the newest transaction handed out; None before the first (fresh start)."""
         return self._handed_last_commit
+
+    def wake(self) -> None:
+        """See :meth:`LogReader.wake` (a ``None`` in the reader's queue; none when the queue is full, since a
+        ``poll`` then has items and does not wait)."""
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(None)
 
     def request_position(self) -> None:
         """Nothing to ask: the reading thread advances :attr:`stream_end` with every binlog event it reads

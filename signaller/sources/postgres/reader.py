@@ -32,6 +32,7 @@ from signaller.sources.postgres.catalog import Catalog, translate
 from signaller.sources.postgres.codecs import TypeModes, codec_for, placeholder_for
 from signaller.sources.postgres.conversion import unguarded
 from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.waker import Waker
 from signaller.wire.columns import ColumnCodec
 
 log = logging.getLogger("signaller.source")
@@ -212,6 +213,7 @@ class PostgresLogReader(LogReader[Item]):
         self._skip = set(config.events.skipped_operations)
         self.wal_end = 0
         self._next_position_request = 0.0
+        self._waker = Waker()
 
     def _key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
         override = self._config.capture.key_columns_for(namespace, table)
@@ -288,7 +290,9 @@ class PostgresLogReader(LogReader[Item]):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
-                    select.select([cursor], [], [], remaining)
+                    ready, _, _ = select.select([cursor, self._waker], [], [], remaining)
+                    if self._waker in ready and self._waker.clear():
+                        break
                     continue
                 payload = msg.payload
                 try:
@@ -310,6 +314,10 @@ class PostgresLogReader(LogReader[Item]):
             self._cursor.send_feedback(write_lsn=lsn, flush_lsn=lsn, apply_lsn=lsn, force=True)
         except psycopg2.Error as exc:
             raise translate(exc, "sending the standby status update") from exc
+
+    def wake(self) -> None:
+        """See :meth:`LogReader.wake` (a byte on the reader's :class:`Waker`, which ``poll`` selects on too)."""
+        self._waker.wake()
 
     def request_position(self) -> None:
         """A standby status update asking for a reply (at most every ``POSITION_REQUEST_S``): the server answers
