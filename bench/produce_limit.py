@@ -27,7 +27,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from devtools import StackSettings
+from signaller.config.model import PRODUCER_DEFAULTS
 from signaller.model import Column, TableId, TableSchema
+from signaller.sinks.kafka import SINK_DEFAULTS
 from signaller.sources.postgres.codecs import TypeModes, codec_for
 from signaller.wire.envelope import EnvelopeSerializer
 
@@ -87,9 +89,7 @@ def produce_rate(settings: StackSettings, records: list[tuple[bytes | None, byte
             failures.append(str(err))
         acknowledged[0] += 1
 
-    producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "enable.idempotence": True,
-                         "acks": "all", "linger.ms": 5, "compression.type": "lz4", "partitioner": "murmur2_random",
-                         "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 1_048_576})
+    producer = Producer({**SINK_DEFAULTS, **PRODUCER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers})
     try:
         started = time.perf_counter()
         for _ in range(repeats):

@@ -31,6 +31,8 @@ from typing import Any, Protocol
 from confluent_kafka import Producer
 
 from devtools import StackSettings
+from signaller.config.model import PRODUCER_DEFAULTS
+from signaller.sinks.kafka import SINK_DEFAULTS
 
 SIDECAR_MAX_CHANGES_PER_S = 84_000
 """The sidecar's ``streaming.max_changes_per_s`` when the streaming section did not run in the same
@@ -65,9 +67,7 @@ class OfferingProducer(threading.Thread):
     def __init__(self, bootstrap_servers: str, events: _EventSource, rate: int, duration_s: float) -> None:
         super().__init__(daemon=True, name="offering-producer")
         self.events, self.rate, self.duration_s = events, rate, duration_s
-        self.producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "compression.type": "lz4",
-                                  "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 1_048_576})
+        self.producer = Producer({**SINK_DEFAULTS, **PRODUCER_DEFAULTS, "bootstrap.servers": bootstrap_servers})
         self.halt = threading.Event()
         self.samples: list[tuple[float, int]] = []
         self.offered = 0

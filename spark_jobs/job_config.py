@@ -149,9 +149,10 @@ def _kafka_option(key: str, value: Any, origin: str) -> str:
 def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> ApplyJobConfig:
     known = {f.name: f for f in fields(ApplyJobConfig)}
     values: dict[str, Any] = {}
+    prefixed: dict[str, Any] = {}  # kafka.<setting>: checked below, with an explicit kafka_options mapping
     for key, value in raw.items():
         if key.startswith("kafka.") and key not in ALIASES:
-            values.setdefault("kafka_options", {})[key] = _kafka_option(key, value, origin)
+            prefixed[key] = value
             continue
         name = ALIASES.get(key, key.replace(".", "_").replace("-", "_"))
         if name not in known:
@@ -162,7 +163,7 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
     if not isinstance(explicit, dict) or not all(str(k).startswith("kafka.") for k in explicit):
         msg = f"{origin}: 'kafka_options' must map 'kafka.<setting>' names to values, got {explicit!r}"
         raise JobConfigError(msg)
-    values["kafka_options"] = {str(k): _kafka_option(str(k), v, origin) for k, v in explicit.items()}
+    values["kafka_options"] = {str(k): _kafka_option(str(k), v, origin) for k, v in {**explicit, **prefixed}.items()}
     for required in ("bootstrap_servers", "target_root", "checkpoint_location"):
         if not values.get(required):
             msg = f"{origin}: missing required job property {required!r}"

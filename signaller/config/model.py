@@ -21,6 +21,9 @@ from signaller.config.values import MASK, KeyColumns, Secret, is_secret_name, sh
 from signaller.patterns import UserPattern
 
 ClientConfig = dict[str, str | int | bool]
+PRODUCER_DEFAULTS: ClientConfig = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4"}
+"""The sidecar's producer settings before the shared client and ``producer.*`` settings (see
+``SignallerConfig.producer_config``)."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -62,9 +65,7 @@ class SignallerConfig(Sections):
         The Java producer's ``max.request.size`` becomes librdkafka's ``message.max.bytes``
         (unless that is set too): librdkafka refuses the Java name.
         """
-        config: ClientConfig = {
-            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "compression.type": "lz4",
-        }
+        config: ClientConfig = {**PRODUCER_DEFAULTS}
         config.update(self.kafka_client_config())
         config.update(self._family("producer."))
         config.update(self._family("producer.override."))

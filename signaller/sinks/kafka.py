@@ -150,12 +150,16 @@ class TopicManager:
         self._known.add(topic)
 
 
+SINK_DEFAULTS: dict[str, Any] = {"partitioner": "murmur2_random", "queue.buffering.max.messages": 500000,
+                                 "queue.buffering.max.kbytes": 1048576}
+"""librdkafka settings of the sink's producer unless the producer configuration sets them."""
+
+
 class KafkaSink:
     """One idempotent producer that reports deliveries. Not thread-safe."""
 
     def __init__(self, producer_config: dict[str, Any], topics: TopicManager, failure_mode: str = "fail") -> None:
-        config = {"partitioner": "murmur2_random", "queue.buffering.max.messages": 500000,
-                  "queue.buffering.max.kbytes": 1048576, **producer_config}
+        config = {**SINK_DEFAULTS, **producer_config}
         config.setdefault("error_cb", self._on_client_error)
         self._producer = Producer(config)
         self._produce = self._producer.produce
