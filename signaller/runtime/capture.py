@@ -131,7 +131,6 @@ class CaptureLoop:
         # The snapshot's side of the source: its own connection for chunks and watermarks, and the
         # schema provider on the reader's schema cache (one cache for stream and chunks).
         snapshots = SnapshotCoordinator(config, source.chunks, source.schemas, dispatcher, checkpoint, self.control,
-                                        commit_now=lambda: self._commit(reader, sink, checkpoint, final=True),
                                         status_changed=lambda: self._publish_status(snapshots),
                                         compile_filter=source.compile_filter,
                                         debezium_release=source.debezium_release)
@@ -219,6 +218,8 @@ class CaptureLoop:
                 self._commit(reader, sink, checkpoint)
                 next_flush = now + flush_every
                 self._publish_status(snapshots)
+            elif snapshots.commit_due():  # an HTTP answer waits for what Kafka just acknowledged to be stored
+                self._commit(reader, sink, checkpoint)
 
     def _report_skipped(self, sink: KafkaSink, snapshots: Any) -> None:
         """A notification and a metric for each record the sink left out (warn/skip mode)."""
@@ -253,6 +254,8 @@ class CaptureLoop:
             self.stats.committed_lsn = position
         else:
             self._warn_if_stalled(checkpoint)
+        if self._snapshots is not None:
+            self._snapshots.committed()
 
     _last_stall_warning = 0.0
     _committed_state: SnapshotState | None = None

@@ -77,12 +77,26 @@ class Checkpoint:
         self._snapshot: SnapshotState | None = None
         self._failed = False
         self._on_failure = on_failure
+        self._begun = 0
+        self._taken = 0
 
     def begin(self) -> AckGroup:
         """Start a group; records sent until :meth:`close_group` belong to it."""
         group = self._current = AckGroup(self)
         self._groups.append(group)
+        self._begun += 1
         return group
+
+    def ticket(self) -> int:
+        """A ticket for everything sent so far (call it with no group open): :meth:`acknowledged` says when
+        Kafka acknowledged all of it and :meth:`committable` took it in."""
+        return self._begun
+
+    def acknowledged(self, ticket: int) -> bool:
+        """Whether every group begun before ``ticket`` was taken into :meth:`committable` (which this calls):
+        a commit of its value from now on stores their effects."""
+        self.committable()
+        return self._taken >= ticket
 
     def current(self) -> AckGroup:
         """The open group, starting one if none is open."""
@@ -115,6 +129,7 @@ class Checkpoint:
         groups = self._groups
         while not self._failed and groups and groups[0].closed and groups[0].pending == 0:
             group = groups.popleft()
+            self._taken += 1
             self._position = max(self._position, group.end_lsn)
             if group.state is not None:
                 self._snapshot = group.state

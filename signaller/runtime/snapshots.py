@@ -44,11 +44,13 @@ answer, so ``GET /snapshots`` right after a ``202`` or ``200`` shows what was ac
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import orjson
@@ -90,22 +92,22 @@ class SnapshotCoordinator:
 
     def __init__(self, config: SignallerConfig, chunks: ChunkReader, schemas: TableSchemaProvider[DispatchedChange],
                  dispatcher: EventDispatcher, checkpoint: Checkpoint, control: SidecarControl | None,
-                 commit_now: Callable[[], None] | None = None,
                  status_changed: Callable[[], None] | None = None, *,
                  compile_filter: Callable[[str, dict[str, str]], str], debezium_release: str | None = None) -> None:
         """``chunks`` and ``schemas`` are the source's chunk reader and schema provider (the latter on the
         log reader's schema cache), ``compile_filter`` the source's filter checker
         (:meth:`~signaller.sources.base.Source.compile_filter`); the coordinator closes ``chunks``. READs and
-        notifications go out through ``dispatcher``, in ``checkpoint``'s groups; ``commit_now`` stores everything Kafka
-        acknowledged (waiting for it); ``status_changed`` publishes the current status to ``control``
-        (both from the capture loop); notifications take the shapes of Debezium ``debezium_release``
+        notifications go out through ``dispatcher``, in ``checkpoint``'s groups; ``status_changed`` publishes the
+        current status to ``control`` (from the capture loop, which also calls :meth:`committed` after each store
+        of the offsets); notifications take the shapes of Debezium ``debezium_release``
         (:func:`~signaller.snapshot.notifications.for_release`; None: the newest)."""
         self._config = config
         self._release = debezium_release
         self._dispatcher = dispatcher
         self._checkpoint = checkpoint
         self.control = control
-        self._commit_now = commit_now
+        self._unstored: collections.deque[tuple[int, list[tuple[Future[SignalOutcome], SignalOutcome]]]] = (
+            collections.deque())  # HTTP answers waiting for their effects to be stored (a checkpoint ticket each)
         self._status_changed = status_changed
         self._read_problems: dict[str, str] = {}
         self._chunks = chunks
@@ -249,12 +251,13 @@ class SnapshotCoordinator:
 
     def poll_timeout(self, idle_s: float) -> float:
         """How long the loop may wait for the log before the next ``tick``: not at all while a window's READs wait
-        to be emitted, ``READ_WAIT_S`` while a chunk read is in flight or a read-only window waits for the log to
-        pass its high watermark, else ``idle_s``."""
+        to be emitted, ``READ_WAIT_S`` while a chunk read is in flight, a read-only window waits for the log to
+        pass its high watermark or an answer waits for Kafka's acknowledgements (``answers_waiting``), else
+        ``idle_s``."""
         engine = self.engine
         if engine.emitting:
             return 0.0
-        if engine.reading or engine.fetching or engine.awaiting_position:
+        if engine.reading or engine.fetching or engine.awaiting_position or self._unstored:
             return READ_WAIT_S
         return idle_s
 
@@ -297,19 +300,38 @@ class SnapshotCoordinator:
     def _serve_http(self, http: HttpSignalChannel) -> None:
         """The HTTP channel's signals, then the chunk-size requests of the control queue; answered once
         what was accepted is in the stored offsets (so a crash right after a 202 cannot lose it; the
-        other channels re-deliver)."""
+        other channels re-deliver). The loop does not wait for that: the answers wait
+        (:meth:`commit_due`, :meth:`committed`) while it goes on streaming."""
         outcomes = self._read_channel(http)
         resized = []
         for size, future in http.take_chunk_sizes():
             with self._adhoc_group():
                 resized.append((future, self.engine.set_chunk_size(size)))
-        if any(o.accepted for o in [*outcomes, *(o for _, o in resized)]) and self._commit_now is not None:
-            self._commit_now()
         if outcomes or resized:
             self._publish_status()  # before the answers: a GET right after one sees its effect
-        http.answer(outcomes)
-        for future, outcome in resized:
-            future.set_result(outcome)
+        answers = [*http.answers(outcomes), *resized]
+        if any(outcome.accepted for _, outcome in answers):
+            self._unstored.append((self._checkpoint.ticket(), answers))
+        else:
+            _resolve(answers)
+
+    @property
+    def answers_waiting(self) -> bool:
+        """Answers to HTTP requests wait for their effects to be stored (the loop should not wait long for the log
+        meanwhile: ``poll_timeout`` says so)."""
+        return bool(self._unstored)
+
+    def commit_due(self) -> bool:
+        """Whether an answer waiting for its effects to be stored can have them stored now: Kafka acknowledged every
+        record sent up to it. The loop then commits at once instead of at its next offset flush."""
+        return bool(self._unstored) and self._checkpoint.acknowledged(self._unstored[0][0])
+
+    def committed(self) -> None:
+        """The loop stored the checkpoint's committable offsets: answer the requests whose effects they include.
+        Requests still waiting when the session ends are never answered (their senders time out and may send
+        again, as after any failure before the store)."""
+        while self._unstored and self._checkpoint.acknowledged(self._unstored[0][0]):
+            _resolve(self._unstored.popleft()[1])
 
     def _guarded(self, channel: str, signal: Signal, parse: Callable[[], object]) -> SignalOutcome:
         """Parse (``parse()`` gives the action) and apply ``signal``; every failure but an
@@ -445,3 +467,8 @@ def _literal_pattern(table: TableId) -> str:
     import re
 
     return re.escape(str(table))
+
+
+def _resolve(answers: list[tuple[Future[SignalOutcome], SignalOutcome]]) -> None:
+    for future, outcome in answers:
+        future.set_result(outcome)

@@ -150,3 +150,35 @@ def test_the_loop_never_sleeps_past_a_due_flush_with_work_pending(
     from signaller.runtime.capture import wait_for_log
 
     assert wait_for_log(timeout_s, until_flush_s, settled) == pytest.approx(expected)
+
+
+def test_a_ticket_is_acknowledged_once_every_group_before_it_is_taken_not_later_ones() -> None:
+    checkpoint = Checkpoint()
+    checkpoint.begin()
+    first = produce(checkpoint, 2)
+    checkpoint.close_group(100)
+    checkpoint.begin()
+    second = produce(checkpoint)
+    checkpoint.close_group(200, SnapshotState())
+    ticket = checkpoint.ticket()
+    checkpoint.begin()  # sent after the ticket: never holds it back
+    later = produce(checkpoint)
+    checkpoint.close_group(300)
+    second[0](None, "m")
+    first[0](None, "m")
+    assert not checkpoint.acknowledged(ticket)  # one record of the first group is still in flight
+    first[1](None, "m")
+    assert checkpoint.acknowledged(ticket)
+    assert checkpoint.committable() == Committable(200, SnapshotState())  # what a commit now stores
+    later[0](None, "m")
+    assert checkpoint.acknowledged(ticket) and checkpoint.committable().position == 300
+
+
+def test_a_ticket_with_nothing_sent_is_acknowledged_at_once_and_never_after_a_failure() -> None:
+    assert Checkpoint().acknowledged(Checkpoint().ticket())
+    checkpoint = Checkpoint()
+    checkpoint.begin()
+    acks = produce(checkpoint)
+    checkpoint.close_group(100)
+    acks[0]("broker down", "m")
+    assert not checkpoint.acknowledged(checkpoint.ticket())

@@ -63,9 +63,14 @@ class HttpSignalChannel:
 
     def answer(self, outcomes: list[SignalOutcome]) -> None:
         """Resolve the requests of the signals the last ``read`` returned with their outcomes, in order."""
-        waiting, self._waiting = self._waiting, []
-        for future, outcome in zip(waiting, outcomes, strict=True):
+        for future, outcome in self.answers(outcomes):
             future.set_result(outcome)
+
+    def answers(self, outcomes: list[SignalOutcome]) -> list[tuple[Future[SignalOutcome], SignalOutcome]]:
+        """The requests of the signals the last ``read`` returned, each with its outcome, in order, for the
+        caller to resolve later (the next ``read`` no longer knows them)."""
+        waiting, self._waiting = self._waiting, []
+        return list(zip(waiting, outcomes, strict=True))
 
     def close(self) -> None:
         """Nothing to release (the queue belongs to the API)."""

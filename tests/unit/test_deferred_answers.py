@@ -1,0 +1,99 @@
+"""HTTP answers wait for their effects to be stored, not the capture loop
+(``SnapshotCoordinator._serve_http``): an accepted request is answered after a store of offsets that
+includes it (``committed``, once Kafka acknowledged everything sent up to it: ``commit_due``); a
+rejected one at once; meanwhile the loop only shortens its wait for the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from signaller.config import config_from_mapping
+from signaller.runtime.capture import CaptureStats
+from signaller.runtime.checkpoint import Checkpoint
+from signaller.runtime.dispatch import EventDispatcher
+from signaller.runtime.snapshots import READ_WAIT_S, SnapshotCoordinator
+from signaller.snapshot.control import SidecarControl
+from signaller.sources.postgres.source import postgres_transaction_id
+from tests.unit.test_event_dispatch import RecordingSink
+from tests.unit.test_streaming_fast_path import BASE
+
+pytestmark = pytest.mark.unit
+
+
+class Untouched:
+    """A chunk reader or schema provider these requests never need."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"{name} was used")
+
+
+def coordinator() -> tuple[SnapshotCoordinator, SidecarControl, Checkpoint]:
+    config = config_from_mapping({**BASE, "snapshot.mode": "no_data"})
+    checkpoint, control = Checkpoint(), SidecarControl()
+    dispatcher = EventDispatcher(config, RecordingSink(), checkpoint, CaptureStats(),  # type: ignore[arg-type]
+                                 transaction_id=postgres_transaction_id)
+    snapshots = SnapshotCoordinator(config, Untouched(), Untouched(), dispatcher, checkpoint,  # type: ignore[arg-type]
+                                    control, compile_filter=lambda table, _f: table)
+    return snapshots, control, checkpoint
+
+
+def in_flight_transaction(checkpoint: Checkpoint, end_lsn: int) -> Any:
+    """A streamed transaction whose one record Kafka has not acknowledged yet: its delivery callback."""
+    group = checkpoint.begin()
+    group.pending += 1
+    checkpoint.close_group(end_lsn)
+    return group.on_delivery
+
+
+def test_an_accepted_request_is_answered_after_the_store_that_includes_it_and_the_loop_goes_on() -> None:
+    snapshots, control, checkpoint = coordinator()
+    deliver = in_flight_transaction(checkpoint, 100)
+    answer = control.set_chunk_size(4096)
+    snapshots.tick()
+    assert not answer.done()  # the effect is applied, its record of it not yet storable
+    assert snapshots.engine.chunk_size == 4096 and snapshots.answers_waiting
+    assert snapshots.poll_timeout(0.5) == READ_WAIT_S  # the loop keeps looking at deliveries meanwhile
+    assert not snapshots.commit_due()
+    snapshots.committed()  # a store of offsets before the transaction was acknowledged: not enough
+    assert not answer.done()
+    deliver(None, "record")
+    assert snapshots.commit_due()
+    stored = checkpoint.committable()
+    assert stored.position == 100 and stored.snapshot is not None and stored.snapshot.chunk_size == 4096
+    snapshots.committed()
+    assert answer.result(0).accepted and not snapshots.answers_waiting
+    assert snapshots.poll_timeout(0.5) == 0.5
+
+
+def test_later_records_never_hold_back_an_answer_and_answers_keep_their_order() -> None:
+    snapshots, control, checkpoint = coordinator()
+    first_tx = in_flight_transaction(checkpoint, 100)
+    first = control.set_chunk_size(2048)
+    snapshots.tick()
+    second_tx = in_flight_transaction(checkpoint, 200)
+    second = control.set_chunk_size(8192)
+    snapshots.tick()
+    first_tx(None, "record")
+    assert snapshots.commit_due()
+    snapshots.committed()
+    assert first.result(0).accepted and not second.done()
+    second_tx(None, "record")
+    snapshots.committed()
+    assert second.result(0).accepted
+
+
+def test_a_rejected_request_is_answered_at_once_and_a_failed_delivery_never_answers() -> None:
+    snapshots, control, checkpoint = coordinator()
+    deliver = in_flight_transaction(checkpoint, 100)
+    rejected = control.set_chunk_size(0)
+    snapshots.tick()
+    outcome = rejected.result(0)
+    assert not outcome.accepted and "1..1000000" in (outcome.reason or "")
+    accepted = control.set_chunk_size(512)
+    snapshots.tick()
+    deliver("broker down", "record")  # nothing after it is ever stored: the sender times out and may resend
+    assert not snapshots.commit_due()
+    snapshots.committed()
+    assert not accepted.done()
