@@ -70,7 +70,7 @@ from signaller.snapshot.reading import (
 from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal_pattern, stopped_by
 from signaller.snapshot.state import Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime, build_status, in_progress, key_text, scan_status
-from signaller.snapshot.tables import PreparedTable, TableCatalog, start_table
+from signaller.snapshot.tables import PreparedTable, TableCatalog, TableStart, read_table_start, start_table
 from signaller.snapshot.visibility import RecentChanges, unseen
 from signaller.snapshot.window import Window
 from signaller.sources.base import (
@@ -149,7 +149,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._recent = RecentChanges()
         self._high_lsn = 0
         self._reads: Reads = reads or InlineReads()
-        self._job: Pending[ChunkResult | RestSlice] | None = None
+        self._job: Pending[ChunkResult | RestSlice | TableStart] | None = None
+        self._window_head: tuple[str, str | None] | None = None  # the next window's metadata, kept while it starts
         self._job_lower: Key | None = None
         self._window_request: ChunkRequest | None = None
 
@@ -376,12 +377,21 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def read_chunk(self) -> None:
         """Start the next window: its read (``reading.read_window``: open watermark, chunk query, close watermark)
         goes to ``reads``; ``poll_reads`` takes its result. The window waits for its rows from the open marker
-        on (read-only mode: it is open at once, its stream changes matched once the read's visibility is known)."""
+        on (read-only mode: it is open at once, its stream changes matched once the read's visibility is known).
+        A head table not started yet has its maximum key read by ``reads`` first (``read_table_start``): the
+        window starts once ``poll_reads`` took that (the loop's thread never waits for those queries)."""
         self._need_chunk = False
         self._apply_stops()
-        if not self._state.running or self._state.paused:
+        if self._state.paused or not (self._state.running or self._window_head):
             return
-        first, correlation = self._state.queue[0].table, self._state.correlation_id  # the window's, as Debezium's
+        first, correlation = self._window_head or (self._state.queue[0].table, self._state.correlation_id)
+        if self._state.max_key is None and self._start_head():
+            self._window_head = (first, correlation)  # the window's metadata names the head as it was, as Debezium's
+            self.poll_reads()
+            if self.wants_chunk:  # the start was read at once (inline reads)
+                self.read_chunk()
+            return
+        self._window_head = None
         prepared = self._next_table()  # a skipped table's window still opens and closes (not in read-only mode)
         if prepared is None and self._read_only:
             return
@@ -417,6 +427,37 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._start_read(prepared, request)
         for event in held:  # its changes streamed since the open marker, as if the window had been its own
             self._supersede(event)
+
+    def _start_head(self) -> bool:
+        """Hand the head table's start to ``reads`` (undescribable tables are finished on the way); False when no
+        table is left."""
+        while self._state.queue:
+            head = self._state.queue[0]
+            try:
+                prepared = self._describe(head)
+            except (ChunkQueryError, SourceError) as exc:
+                log.warning("incremental snapshot of %s failed: %s", head.table, exc)
+                self._finish_table("SQL_EXCEPTION")
+                continue
+            if prepared is not None:
+                self._job = self._reads.submit(functools.partial(read_table_start, self._chunks, prepared, head))
+                return True
+        return False
+
+    def _started(self, start: TableStart) -> None:
+        """Apply what ``read_table_start`` found, unless the head changed meanwhile (a stop); the window is due."""
+        self._need_chunk = True
+        if not self._state.queue or self._state.queue[0].table != start.table or self._state.max_key is not None:
+            return
+        if start.error is not None:
+            log.warning("incremental snapshot of %s failed: %s", start.table, start.error)
+            self._finish_table("SQL_EXCEPTION")
+            return
+        started = start_table(start, self._state, self._runtime.setdefault(start.table, TableRuntime()))
+        if started is None:
+            self._finish_table("EMPTY")
+        else:
+            self._state = started
 
     def _next_table(self) -> PreparedTable[ChangeT] | None:
         """The head table, prepared; tables that cannot be read are finished on the way."""
@@ -463,6 +504,9 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         if job is None or not (wait or job.done()):
             return False
         self._job, result = None, job.result()
+        if isinstance(result, TableStart):
+            self._started(result)
+            return True
         head = self._state.queue[0] if self._state.queue else None
         prepared = self._prepared.get(head.table) if head else None
         if head is None or prepared is None:  # a window with no table left to read was closed: it is complete
@@ -518,8 +562,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._window.complete_chunk()
         self._chunk_read(head, prepared, result.rows[-1], lower)
 
-    def _prepare(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
-        """Schema and max key of the head table (once per table); None if it was skipped."""
+    def _describe(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
+        """Schema of the head table (once per table); None if it was skipped."""
         prepared = self._prepared.get(head.table)
         if prepared is None:
             found = self._tables.describe(head)
@@ -529,9 +573,17 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             prepared = found
             self._prepared[head.table] = prepared
             self._runtime.setdefault(head.table, TableRuntime()).estimated_rows = prepared.info.estimated_rows
-        if self._state.max_key is None:
-            runtime = self._runtime.setdefault(head.table, TableRuntime())
-            started = start_table(self._chunks, prepared, self._state, runtime)
+        return prepared
+
+    def _prepare(self, head: QueuedTable) -> PreparedTable[ChangeT] | None:
+        """Schema and max key of the head table (the max key read here, when not yet known: a table after the first
+        in one window); None if it was skipped."""
+        prepared = self._describe(head)
+        if prepared is not None and self._state.max_key is None:
+            start = read_table_start(self._chunks, prepared, head)
+            if start.error is not None:
+                raise start.error
+            started = start_table(start, self._state, self._runtime.setdefault(head.table, TableRuntime()))
             if started is None:
                 self._finish_table("EMPTY")
                 return None
@@ -588,6 +640,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             correlation = self._state.correlation_id
             if self._state.queue and self._state.queue[0] in stopped:
                 self._finish_table("ABORTED", announce=False)
+                self._window_head = None
             self._state, sent = stop_tables(self._state, stopped, correlation, self._topic_prefix)
             if not self._state.queue:
                 self._chunk_end = None

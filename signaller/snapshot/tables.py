@@ -122,17 +122,38 @@ def total_rows(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTa
         return None
 
 
-def start_table(chunks: ChunkReader, prepared: PreparedTable[Any], state: SnapshotState,
-                runtime: TableRuntime) -> SnapshotState | None:
-    """The head table's snapshot starts (or starts again after a restart): its maximum key (kept in the returned
-    state, with the head's start time) and ``runtime``'s total (see ``total_rows``; its counts start at zero);
-    None if the table has no row (the caller finishes it ``EMPTY``). Raises what the queries raise
-    (``ChunkQueryError``, ``SourceError``)."""
+@dataclass(frozen=True)
+class TableStart:
+    """What starting ``table`` found (:func:`read_table_start`): its maximum key (None: no row) and
+    ``total_rows`` (see :func:`total_rows`), or the ``error`` of the maximum key's query."""
+
+    table: str
+    max_key: Key | None = None
+    total_rows: int | None = None
+    error: ChunkQueryError | SourceError | None = None
+
+
+def read_table_start(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTable) -> TableStart:
+    """The head table's maximum key and total (database work only: the engine runs it on its read worker, as a
+    chunk read, and applies it with :func:`start_table`). Never raises what the queries raise: that is the
+    result's ``error``."""
+    try:
+        max_key = chunks.max_key(prepared.chunk)
+    except (ChunkQueryError, SourceError) as exc:
+        return TableStart(head.table, error=exc)
+    if max_key is None:
+        return TableStart(head.table)
+    return TableStart(head.table, max_key, total_rows(chunks, prepared, head, max_key))
+
+
+def start_table(start: TableStart, state: SnapshotState, runtime: TableRuntime) -> SnapshotState | None:
+    """The head table's snapshot starts (or starts again after a restart) with what ``start`` found: its maximum
+    key (kept in the returned state, with the head's start time) and ``runtime``'s total (its counts start at
+    zero); None if the table has no row (the caller finishes it ``EMPTY``)."""
     head = state.queue[0]
     runtime.total_rows, runtime.rows_read, runtime.rows_emitted, runtime.rows_evicted = None, 0, 0, 0
-    max_key = chunks.max_key(prepared.chunk)
-    if max_key is None:
+    if start.max_key is None:
         return None
-    runtime.total_rows = total_rows(chunks, prepared, head, max_key)
+    runtime.total_rows = start.total_rows
     queue = (dataclasses.replace(head, started_at=head.started_at or time.time()), *state.queue[1:])
-    return state.with_changes(max_key=max_key, queue=queue)
+    return state.with_changes(max_key=start.max_key, queue=queue)
