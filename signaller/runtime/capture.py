@@ -33,6 +33,7 @@ from signaller.errors import SinkError, TerminalSinkError, TransientSinkError
 from signaller.model import format_lsn
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.runtime.dispatch import EventDispatcher
+from signaller.runtime.heap import session_objects_frozen
 from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
 from signaller.snapshot import notifications as notes
 from signaller.snapshot.control import SidecarControl, SidecarStatus
@@ -148,7 +149,8 @@ class CaptureLoop:
             snapshots.start(offsets, tables, schema_snapshot=source.schema_snapshot_taken)
             if self.control is not None:
                 self.control.wake_with(reader.wake)
-            self._stream(reader, sink, checkpoint, dispatcher, snapshots)
+            with session_objects_frozen():  # full collections stay short while the stream runs (see heap)
+                self._stream(reader, sink, checkpoint, dispatcher, snapshots)
         except KafkaException as exc:
             # A Kafka client call (metadata, topic creation) failed outside the delivery path: an
             # unreachable or unhealthy cluster is worth retrying, not a reason to exit.
