@@ -246,6 +246,11 @@ class EventDispatcher:
             self._event_counts[counter] = self._event_counts.get(counter, 0) + count
         return count
 
+    def prepare_topic(self, table: TableId) -> None:
+        """Make the data topic of ``table`` ready (``KafkaSink.prepare_topic``), from any thread: its first
+        records then go out without Kafka round trips on the loop."""
+        self._sink.prepare_topic(self._config.topics.topic_for(table))
+
     def _output(self, plan: RowPlan) -> _TableOutput:
         serializer = self._serializer.table(plan.schema, plan.codecs)
         output = self._outputs[id(plan)] = _TableOutput(plan, serializer, self._config.topics.topic_for(plan.table_id))

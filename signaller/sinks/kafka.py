@@ -180,9 +180,7 @@ class KafkaSink:
         ``on_delivery`` gets its delivery report, False if left out as too large (warn/skip).
         Raises ``TerminalSinkError`` for a record too large under ``fail`` or one the client refuses."""
         if topic not in self._ready_topics:
-            self._topics.ensure(topic)
-            self._ready_topics.add(topic)
-            self._limits[topic] = self._limit_for(topic)
+            self.prepare_topic(topic)
         size = (0 if key is None else len(key)) + (0 if value is None else len(value))
         limit, setting = self._limits[topic]
         if size > limit:
@@ -201,6 +199,17 @@ class KafkaSink:
             raise TerminalSinkError(msg) from exc
         self.produced += 1
         return True
+
+    def prepare_topic(self, topic: str) -> None:
+        """Make ``topic`` ready for ``send``: created unless it exists, its record size limit read (what the first
+        ``send`` to a topic does otherwise, about 10 ms of Kafka round trips on the caller's thread). May be called
+        from another thread, also while ``send`` runs: at worst both check the topic (creating it twice is
+        harmless). Raises what ``TopicManager.ensure`` raises."""
+        if topic in self._ready_topics:
+            return
+        self._topics.ensure(topic)
+        self._limits[topic] = self._limit_for(topic)
+        self._ready_topics.add(topic)  # after its limit: ``send`` never finds it ready without one
 
     def _limit_for(self, topic: str) -> tuple[int, str]:
         """The size above which a record of ``topic`` cannot be produced, and the setting that sets it."""
