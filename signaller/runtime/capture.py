@@ -19,6 +19,7 @@ every transaction after the stored position.
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from signaller.config import SignallerConfig
 from signaller.errors import SinkError, TerminalSinkError, TransientSinkError
 from signaller.model import format_lsn
 from signaller.runtime.checkpoint import Checkpoint
+from signaller.runtime.committer import OffsetCommitter
 from signaller.runtime.dispatch import EventDispatcher
 from signaller.runtime.heap import session_objects_frozen
 from signaller.sinks.kafka import EVENT_PROCESSING, KafkaSink, TopicManager
@@ -105,6 +107,8 @@ class CaptureLoop:
         self._stopping = False
         self._on_change = on_change
         self._dispatcher: EventDispatcher | None = None
+        self._unconfirmed: collections.deque[tuple[int, int, int]] = collections.deque()
+        """Records handed to the committer and not yet confirmed: (sequence, position, checkpoint groups taken)."""
 
     def stop(self) -> None:
         """Ask the session to end (any thread): the loop finishes its current batch, commits what Kafka acknowledged and
@@ -140,7 +144,9 @@ class CaptureLoop:
             tables = source.prepare()
             offsets = self.store.load()
             start = offsets.lsn if offsets else 0
-            self.stats.committed_lsn = start
+            self.stats.committed_lsn = self._submitted_lsn = start
+            self._committer = OffsetCommitter(self.store, on_durable=reader.wake)
+            self._unconfirmed.clear()  # a previous session's records are its committer's, not this one's
             reader.open(start, offsets.source_keys if offsets else None)
             if offsets is None and (keys := source.offset_keys(start)) is not None:
                 # A source that keeps no position of its own (MariaDB: no replication slot) stores where it
@@ -158,12 +164,14 @@ class CaptureLoop:
         finally:
             try:
                 # Whatever Kafka already acknowledged is safe to record, even after a failure.
-                self._commit(reader, sink, checkpoint, final=self._stopping)
+                self._commit(reader, sink, checkpoint, final=self._stopping, wait=True)
             except Exception as exc:  # the original error (if any) is the one to report
                 log.warning("could not commit offsets while closing: %s", exc)
             finally:
                 if self.control is not None:
                     self.control.wake_with(None)
+                if self._committer is not None:
+                    self._committer.close()
                 snapshots.close()
                 reader.close()
                 sink.close(5)
@@ -179,6 +187,8 @@ class CaptureLoop:
         next_flush = next_heartbeat = time.monotonic()
         in_tx = False
         poll_s = config.streaming.poll_interval_ms / 1000
+        committer = self._committer
+        assert committer is not None
         while not self._stopping:
             # While a snapshot window's READs wait, the loop reads whatever the log has and goes on emitting.
             if snapshots.awaiting_position:
@@ -208,6 +218,8 @@ class CaptureLoop:
                         dispatcher.record(topic, key, value)
                     checkpoint.close_group(item.end_lsn)
             sink.poll(0)
+            if self._unconfirmed:
+                self._confirm_durable(reader)
             if not in_tx:
                 if sink.skipped:
                     self._report_skipped(sink, snapshots)
@@ -220,7 +232,7 @@ class CaptureLoop:
                 self._commit(reader, sink, checkpoint)
                 next_flush = now + flush_every
                 self._publish_status(snapshots)
-            elif snapshots.commit_due():  # an HTTP answer waits for what Kafka just acknowledged to be stored
+            elif snapshots.commit_due() and not committer.busy:  # an HTTP answer waits for it to be stored
                 self._commit(reader, sink, checkpoint)
 
     def _report_skipped(self, sink: KafkaSink, snapshots: Any) -> None:
@@ -241,24 +253,48 @@ class CaptureLoop:
         dispatcher.heartbeat()
         checkpoint.close_group(max(reader.stream_end, self.stats.committed_lsn))
 
-    def _commit(self, reader: LogReader[Any], sink: KafkaSink, checkpoint: Checkpoint, final: bool = False) -> None:
+    def _commit(self, reader: LogReader[Any], sink: KafkaSink, checkpoint: Checkpoint, final: bool = False,
+                wait: bool = False) -> None:
+        """Hand what Kafka acknowledged to the offset committer (``final``: after waiting up to 10 s for the
+        records in flight; ``wait``: and wait until it is stored), and confirm what it already stored."""
         if final:
             checkpoint.drain(10, sink.flush)
         sink.raise_if_failed()  # nothing after a failed delivery is ever committed
         committable = checkpoint.committable()
         position, state = committable.position, committable.snapshot
-        if position > self.stats.committed_lsn or (state is not None and state is not self._committed_state):
+        committer = self._committer
+        if committer is None:
+            return
+        if position > self._submitted_lsn or (state is not None and state is not self._committed_state):
             snapshot = state.to_offset() if state is not None else None
-            self.store.commit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None, snapshot=snapshot,
-                                      source_keys=self._source.offset_keys(position)))
-            self._committed_state = state
-            reader.acknowledge(position)
-            self.stats.committed_lsn = position
+            seq = committer.submit(Offsets(position, ts_usec=self.stats.last_commit_ts_us or None, snapshot=snapshot,
+                                           source_keys=self._source.offset_keys(position)))
+            self._unconfirmed.append((seq, position, checkpoint.taken))
+            self._committed_state, self._submitted_lsn = state, position
         else:
             self._warn_if_stalled(checkpoint)
-        if self._snapshots is not None:
-            self._snapshots.committed()
+        if wait:
+            committer.flush(30)
+        self._confirm_durable(reader)
 
+    def _confirm_durable(self, reader: LogReader[Any]) -> None:
+        """What the committer made durable (raising its store's failure): its position is confirmed to the
+        source (PostgreSQL may recycle the WAL before it) and the HTTP answers it covers are given."""
+        assert self._committer is not None
+        durable = self._committer.durable
+        newest = None
+        while self._unconfirmed and self._unconfirmed[0][0] <= durable:
+            newest = self._unconfirmed.popleft()
+        if newest is None:
+            return
+        _, position, taken = newest
+        reader.acknowledge(position)
+        self.stats.committed_lsn = position
+        if self._snapshots is not None:
+            self._snapshots.committed(taken)
+
+    _committer: OffsetCommitter | None = None
+    _submitted_lsn = 0
     _last_stall_warning = 0.0
     _committed_state: SnapshotState | None = None
     _snapshots: Any = None

@@ -92,6 +92,11 @@ class Checkpoint:
         Kafka acknowledged all of it and :meth:`committable` took it in."""
         return self._begun
 
+    @property
+    def taken(self) -> int:
+        """How many groups :meth:`committable` took in so far: a ticket up to this is in its value."""
+        return self._taken
+
     def acknowledged(self, ticket: int) -> bool:
         """Whether every group begun before ``ticket`` was taken into :meth:`committable` (which this calls):
         a commit of its value from now on stores their effects."""

@@ -102,8 +102,8 @@ class SnapshotCoordinator:
         log reader's schema cache), ``compile_filter`` the source's filter checker
         (:meth:`~signaller.sources.base.Source.compile_filter`); the coordinator closes ``chunks``. READs and
         notifications go out through ``dispatcher``, in ``checkpoint``'s groups; ``status_changed`` publishes the
-        current status to ``control`` (from the capture loop, which also calls :meth:`committed` after each store
-        of the offsets); notifications take the shapes of Debezium ``debezium_release``
+        current status to ``control`` (from the capture loop, which also calls :meth:`committed` after each durable
+        store of the offsets); notifications take the shapes of Debezium ``debezium_release``
         (:func:`~signaller.snapshot.notifications.for_release`; None: the newest)."""
         self._config = config
         self._release = debezium_release
@@ -331,13 +331,13 @@ class SnapshotCoordinator:
         record sent up to it. The loop then commits at once instead of at its next offset flush."""
         return bool(self._unstored) and self._checkpoint.acknowledged(self._unstored[0][0])
 
-    def committed(self) -> None:
-        """The loop stored the checkpoint's committable offsets: answer the requests whose effects they include.
+    def committed(self, through: int) -> None:
+        """The offset store made durable a record holding everything up to checkpoint ticket ``through``
+        (``Checkpoint.taken`` when it was handed to the store): answer the requests whose effects it includes.
         Requests still waiting when the session ends are never answered (their senders time out and may send
         again, as after any failure before the store)."""
-        while self._unstored and self._checkpoint.acknowledged(self._unstored[0][0]):
+        while self._unstored and self._unstored[0][0] <= through:
             _resolve(self._unstored.popleft()[1])
-
     def _guarded(self, channel: str, signal: Signal, parse: Callable[[], object]) -> SignalOutcome:
         """Parse (``parse()`` gives the action) and apply ``signal``; every failure but an
         infrastructure one becomes a rejection (see the module docstring)."""

@@ -1,7 +1,9 @@
 """HTTP answers wait for their effects to be stored, not the capture loop
 (``SnapshotCoordinator._serve_http``): an accepted request is answered after a store of offsets that
 includes it (``committed``, once Kafka acknowledged everything sent up to it: ``commit_due``); a
-rejected one at once; meanwhile the loop only shortens its wait for the log."""
+rejected one at once; meanwhile the loop only shortens its wait for the log. ``committed(through)`` is
+what the capture loop calls once the offset committer made a record durable that was handed to it when
+the checkpoint had taken ``through`` groups."""
 
 from __future__ import annotations
 
@@ -39,6 +41,12 @@ def coordinator() -> tuple[SnapshotCoordinator, SidecarControl, Checkpoint]:
     return snapshots, control, checkpoint
 
 
+def store(snapshots: SnapshotCoordinator, checkpoint: Checkpoint) -> None:
+    """What the loop does at a commit: the committable offsets, handed to the store and made durable."""
+    checkpoint.committable()
+    snapshots.committed(checkpoint.taken)
+
+
 def in_flight_transaction(checkpoint: Checkpoint, end_lsn: int) -> Any:
     """A streamed transaction whose one record Kafka has not acknowledged yet: its delivery callback."""
     group = checkpoint.begin()
@@ -56,13 +64,13 @@ def test_an_accepted_request_is_answered_after_the_store_that_includes_it_and_th
     assert snapshots.engine.chunk_size == 4096 and snapshots.answers_waiting
     assert snapshots.poll_timeout(0.5) == READ_WAIT_S  # the loop keeps looking at deliveries meanwhile
     assert not snapshots.commit_due()
-    snapshots.committed()  # a store of offsets before the transaction was acknowledged: not enough
+    store(snapshots, checkpoint)  # a store of offsets before the transaction was acknowledged: not enough
     assert not answer.done()
     deliver(None, "record")
     assert snapshots.commit_due()
     stored = checkpoint.committable()
     assert stored.position == 100 and stored.snapshot is not None and stored.snapshot.chunk_size == 4096
-    snapshots.committed()
+    store(snapshots, checkpoint)
     assert answer.result(0).accepted and not snapshots.answers_waiting
     assert snapshots.poll_timeout(0.5) == 0.5
 
@@ -77,10 +85,10 @@ def test_later_records_never_hold_back_an_answer_and_answers_keep_their_order() 
     snapshots.tick()
     first_tx(None, "record")
     assert snapshots.commit_due()
-    snapshots.committed()
+    store(snapshots, checkpoint)
     assert first.result(0).accepted and not second.done()
     second_tx(None, "record")
-    snapshots.committed()
+    store(snapshots, checkpoint)
     assert second.result(0).accepted
 
 
@@ -95,5 +103,21 @@ def test_a_rejected_request_is_answered_at_once_and_a_failed_delivery_never_answ
     snapshots.tick()
     deliver("broker down", "record")  # nothing after it is ever stored: the sender times out and may resend
     assert not snapshots.commit_due()
-    snapshots.committed()
+    store(snapshots, checkpoint)
     assert not accepted.done()
+
+
+def test_an_answer_waits_for_the_store_that_holds_it_not_a_later_acknowledgement() -> None:
+    snapshots, control, checkpoint = coordinator()
+    deliver = in_flight_transaction(checkpoint, 100)
+    checkpoint.committable()
+    handed_over = checkpoint.taken  # a record the committer is storing: from before the request
+    answer = control.set_chunk_size(1024)
+    snapshots.tick()
+    deliver(None, "record")
+    assert snapshots.commit_due()
+    snapshots.committed(handed_over)  # that earlier record became durable: it does not hold the request
+    assert not answer.done()
+    store(snapshots, checkpoint)
+    assert answer.result(0).accepted
+
