@@ -239,11 +239,15 @@ class LiveSession:
         return rows, rate
 
     def latency(self, start_us: int, end_us: int) -> dict[str, float]:
-        """p50/p99 commit→readable (ms) of live changes committed in [start_us, end_us]."""
+        """p50/p99 commit→readable (ms) of live changes committed in [start_us, end_us], and the p99 of the
+        capturer's part of it (``sidecar_p99_ms``: commit → the event's ``ts_us``, when its envelope was made;
+        the rest is the producer's queue, the broker and the consumer)."""
         assert self.stamper is not None
-        window = sorted((received - committed) / 1000 for received, committed, _ in self.stamper.stamps
-                        if start_us <= committed <= end_us)
+        stamps = [s for s in self.stamper.stamps if start_us <= s[1] <= end_us]
+        window = sorted((received - committed) / 1000 for received, committed, _ in stamps)
+        capture_part = sorted((emitted - committed) / 1000 for _, committed, emitted in stamps)
         return {"p50_ms": percentile(window, 0.50), "p99_ms": percentile(window, 0.99),
+                "sidecar_p99_ms": percentile(capture_part, 0.99),
                 "measured": float(len(window)), "missing": float(self.live_rows - len(self.stamper.stamps))}
 
     def idle_latency(self) -> dict[str, float]:

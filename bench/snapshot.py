@@ -378,6 +378,15 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
                                         note=f"while the chunk-size-{base} snapshot ran"),
         "live_p99_ms_during": summarize([r[base]["live_p99_ms"] for r in loaded], "ms", digits=2,
                                         note=f"while the chunk-size-{base} snapshot ran"),
+        "live_sidecar_p99_ms_idle": summarize([r["idle"]["sidecar_p99_ms"] for r in idle], "ms", digits=2,
+                                              note="commit → envelope made (the event's ts_us): the sidecar's part"),
+        "live_sidecar_p99_ms_during": summarize(
+            [r[base]["live_sidecar_p99_ms"] for r in loaded], "ms", digits=2,
+            note=f"the sidecar's part of live_p99_ms_during (chunk size {base}); the rest is producer, broker, "
+                 "consumer"),
+        "live_sidecar_p99_ms_during_best": summarize(
+            [r[best]["live_sidecar_p99_ms"] for r in loaded], "ms", digits=2,
+            note=f"the sidecar's part of live_p99_ms_during_best (chunk size {best})"),
         "live_p99_ratio": summarize([ratio(lo[base]["live_p99_ms"], i["idle"]["p99_ms"]) for i, lo in pairs],
                                     "ratio", digits=2, note="live_p99_ms_during / live_p99_ms_idle, per run"),
         "live_p50_ms_during_best": summarize([r[best]["live_p50_ms"] for r in loaded], "ms", digits=2,
