@@ -273,6 +273,13 @@ class CaptureLoop:
             self._committed_state, self._submitted_lsn = state, position
         else:
             self._warn_if_stalled(checkpoint)
+            # Nothing new to store: the newest record handed over already holds every group taken so far (an
+            # accepted ``log`` signal, say, changed nothing storable): its answers go with that record.
+            if self._unconfirmed:
+                seq, submitted, _ = self._unconfirmed[-1]
+                self._unconfirmed[-1] = (seq, submitted, checkpoint.taken)
+            elif self._snapshots is not None:
+                self._snapshots.committed(checkpoint.taken)
         if wait:
             committer.flush(30)
         self._confirm_durable(reader)

@@ -52,3 +52,14 @@ def test_an_accepted_snapshot_makes_its_tables_topic_ready_before_any_read(captu
     assert reader._assign(), f"the topic of the snapshotted table was not made ready\n{car.log_tail()}"
     assert reader.read_available(1.0) == [], "a snapshot with no matching row sent a record"
 
+
+def test_an_accepted_signal_that_changes_nothing_stored_is_answered_at_once(capture: CaptureEnv) -> None:
+    tables = SnapshotTables(capture, {"int": 1, "comp": 0, "text": 0})
+    car = capture.sidecar(snapshot_config(capture, [tables.names["int"]], signal_table=None))
+    api = start(car)
+    for attempt in range(3):  # a log signal: accepted, and nothing in the offsets changes
+        started = time.monotonic()
+        api.accepted("log", {"message": f"hello {attempt}"}, f"log-{attempt}")
+        answered_s = time.monotonic() - started
+        assert answered_s < 5, f"the API took {answered_s:.1f}s to answer\n{car.log_tail()}"
+
