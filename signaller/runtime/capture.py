@@ -140,6 +140,7 @@ class CaptureLoop:
                                         compile_filter=source.compile_filter,
                                         debezium_release=source.debezium_release)
         self._snapshots = snapshots
+        self._committer = None  # this session's, once its offsets are loaded
         try:
             tables = source.prepare()
             offsets = self.store.load()
@@ -172,6 +173,7 @@ class CaptureLoop:
                     self.control.wake_with(None)
                 if self._committer is not None:
                     self._committer.close()
+                    self._committer = None
                 snapshots.close()
                 reader.close()
                 sink.close(5)
