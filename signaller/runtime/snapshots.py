@@ -91,6 +91,7 @@ meanwhile waits behind in the producer (its batches go out after those READs) an
 window takes in the producer's queue. 10,000 measured a live record's produce→consume p99 of up to 52 ms
 during the bench's snapshots, 2,000 8-19 ms, the snapshot as fast."""
 
+
 class SnapshotCoordinator:
     """Owns the engine, the signal channels and the control queue for one capture session."""
 
@@ -262,7 +263,7 @@ class SnapshotCoordinator:
         engine = self.engine
         if engine.emitting:
             return 0.0
-        if engine.reading or engine.fetching or engine.awaiting_position or self._unstored:
+        if engine.reading or engine.fetching or engine.awaiting_position or self.answers_waiting:
             return READ_WAIT_S
         return idle_s
 
@@ -338,6 +339,7 @@ class SnapshotCoordinator:
         again, as after any failure before the store)."""
         while self._unstored and self._unstored[0][0] <= through:
             _resolve(self._unstored.popleft()[1])
+
     def _guarded(self, channel: str, signal: Signal, parse: Callable[[], object]) -> SignalOutcome:
         """Parse (``parse()`` gives the action) and apply ``signal``; every failure but an
         infrastructure one becomes a rejection (see the module docstring)."""

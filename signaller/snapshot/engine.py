@@ -7,7 +7,8 @@ answered with a ``SignalOutcome``), watermark markers as they come back through 
 images, from the window's open marker until the row is emitted). When ``wants_chunk`` it calls
 ``read_chunk``: the window's database work (open watermark, chunk SELECT, close watermark, always
 written; see ``reading``) runs on ``reads``, in the runtime a worker thread, so the stream never waits
-for a chunk query; the loop takes the result with ``poll_reads`` (while ``reading``), which also
+for a chunk query (nor for a table's start: its maximum key and row count, read there before its first
+window, ``tables.read_table_start``); the loop takes the result with ``poll_reads`` (while ``reading``), which also
 fetches a large chunk's rest (server-side cursor: ``FIRST_FETCH`` rows before the close watermark,
 then slices, while ``fetching``) ahead of the READs. As Debezium's, a window whose chunk comes back
 empty finishes its table and reads the next queued table's first chunk before its close watermark
