@@ -454,11 +454,17 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             log.warning("incremental snapshot of %s failed: %s", start.table, start.error)
             self._finish_table("SQL_EXCEPTION")
             return
+        self._apply_start(start)
+
+    def _apply_start(self, start: TableStart) -> bool:
+        """The head table starts with what ``start`` found (``start_table``), or finishes ``EMPTY``; whether it
+        started."""
         started = start_table(start, self._state, self._runtime.setdefault(start.table, TableRuntime()))
         if started is None:
             self._finish_table("EMPTY")
-        else:
-            self._state = started
+            return False
+        self._state = started
+        return True
 
     def _next_table(self) -> PreparedTable[ChangeT] | None:
         """The head table, prepared; tables that cannot be read are finished on the way."""
@@ -584,11 +590,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             start = read_table_start(self._chunks, prepared, head)
             if start.error is not None:
                 raise start.error
-            started = start_table(start, self._state, self._runtime.setdefault(head.table, TableRuntime()))
-            if started is None:
-                self._finish_table("EMPTY")
+            if not self._apply_start(start):
                 return None
-            self._state = started
         return prepared
 
     @property

@@ -2,7 +2,7 @@
 
 The HTTP API validates a signal (answering 4xx itself) and queues it with a future; the capture loop
 reads this channel after every batch and, once the effects of what it accepted are in the stored
-offsets, resolves the futures with ``answer`` (so a crash after a 202 cannot lose an accepted signal).
+offsets, resolves the futures (``answers``) (so a crash after a 202 cannot lose an accepted signal).
 The channel has no position (``stores_positions`` is False): a signal whose effect was not stored is
 never answered 202, and the sender may send it again. A rejection is the sender's 4xx answer, not a
 notification (``rejections_notified`` is False).
@@ -29,7 +29,7 @@ class ControlQueue(Protocol):
 
 
 class HttpSignalChannel:
-    """The signals of ``control`` as a ``SignalChannelReader``; ``answer`` resolves their requests."""
+    """The signals of ``control`` as a ``SignalChannelReader``; ``answers`` pairs their requests with outcomes."""
 
     name = "http"
     stores_positions = False
@@ -41,7 +41,8 @@ class HttpSignalChannel:
         self._chunk_sizes: list[tuple[int, Future[SignalOutcome]]] = []
 
     def read(self) -> list[Signal | SignalError]:
-        """The signals queued since the last call, in order; at once. Their futures wait for ``answer``.
+        """The signals queued since the last call, in order; at once. Their futures wait for the caller, who
+        resolves them (``answers``).
 
         Requests a previous ``read`` returned but nobody answered (the loop failed while applying them)
         are forgotten, as their senders time out: the sender of a signal may send it again.
@@ -60,11 +61,6 @@ class HttpSignalChannel:
         """The chunk-size requests the last ``read`` set aside, each with its future."""
         requests, self._chunk_sizes = self._chunk_sizes, []
         return requests
-
-    def answer(self, outcomes: list[SignalOutcome]) -> None:
-        """Resolve the requests of the signals the last ``read`` returned with their outcomes, in order."""
-        for future, outcome in self.answers(outcomes):
-            future.set_result(outcome)
 
     def answers(self, outcomes: list[SignalOutcome]) -> list[tuple[Future[SignalOutcome], SignalOutcome]]:
         """The requests of the signals the last ``read`` returned, each with its outcome, in order, for the
