@@ -22,7 +22,7 @@ loop's thread only. Nothing survives a restart but what the sink delivered.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from signaller.config import SignallerConfig
@@ -31,7 +31,7 @@ from signaller.runtime.checkpoint import Checkpoint
 from signaller.sinks.kafka import KafkaSink
 from signaller.sinks.subjects import RegistrySubjects
 from signaller.snapshot.notifications import Notification
-from signaller.sources.base import TransactionBegin, TransactionCommit
+from signaller.sources.base import RawRow, ReadRendering, TransactionBegin, TransactionCommit
 from signaller.wire.avro_serializer import AvroRecordSerializer, AvroTableSerializer
 from signaller.wire.columns import ColumnCodec
 from signaller.wire.envelope import EnvelopeSerializer, RowChange
@@ -240,6 +240,38 @@ class EventDispatcher:
             if send(topic, key, value, on_delivery):
                 group.pending += 1
             count += 1
+        self._stats.events += count
+        if self._count_by_table and count:
+            counter = (output.name, _OP_VALUES[Op.READ])
+            self._event_counts[counter] = self._event_counts.get(counter, 0) + count
+        return count
+
+    @property
+    def renders_reads(self) -> bool:
+        """Whether :meth:`rendered_reads` can use a source's own rendering of READs (JsonConverter records, no
+        per-change hook); otherwise it converts every row."""
+        return self._on_change is None and isinstance(self._serializer, RecordSerializer)
+
+    def rendered_reads(self, plan: RowPlan, rendering: ReadRendering, rows: Sequence[RawRow], offset: int,
+                       decode: Callable[[RawRow], dict[str, Any]], last_commit_lsn: int | None, lsn: int | None,
+                       change_of: Callable[[ChangeEvent], DispatchedChange], snapshot: str = "incremental") -> int:
+        """Snapshot READs of chunk ``rows`` as the source's chunk query rendered them (``rendering``, its values
+        from ``offset``): the same records, in the same order, as :meth:`reads` of each row's ``decode`` (but one
+        emission time for all: the call's, where :meth:`reads` takes each row's); a row
+        the query left unrendered, or every row when the serializer's columns or key are not the rendering's, is
+        decoded and rendered as :meth:`reads` does. Returns how many were sent (or left out as too large)."""
+        output = self._outputs.get(id(plan))
+        if output is None or output.plan is not plan:
+            output = self._output(plan)
+        serializer = output.serializer
+        if not (output.rows_match and self._on_change is None and isinstance(serializer, EnvelopeSerializer)
+                and serializer.renders(rendering.value_names, rendering.key_names)):
+            return self.reads(plan, [decode(values) for values in rows], last_commit_lsn, lsn, change_of, snapshot)
+        records = serializer.serialize_rendered_reads(rows, rendering.render, offset, decode, last_commit_lsn, lsn,
+                                                      ts_us_now=_time_ns() // 1000, snapshot=snapshot)
+        group = self._checkpoint.current()
+        group.pending += self._sink.send_many(output.topic, records, group.on_delivery)
+        count = len(records)
         self._stats.events += count
         if self._count_by_table and count:
             counter = (output.name, _OP_VALUES[Op.READ])

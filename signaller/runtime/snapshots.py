@@ -70,7 +70,7 @@ from signaller.snapshot.control import SidecarControl, SidecarStatus
 from signaller.snapshot.engine import IncrementalSnapshotter
 from signaller.snapshot.reading import ThreadReads
 from signaller.snapshot.state import SnapshotState
-from signaller.sources.base import ChunkReader, SourceMessage, TableRows, TableSchemaProvider
+from signaller.sources.base import ChunkReader, RawRow, ReadRendering, SourceMessage, TableRows, TableSchemaProvider
 from signaller.state import Offsets
 
 log = logging.getLogger("signaller.snapshots")
@@ -119,7 +119,8 @@ class SnapshotCoordinator:
         self._chunks = chunks
         self.engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, chunks, schemas,
                                              dispatcher.read, self._notify, compile_filter,
-                                             emit_reads=self._emit_reads, reads=ThreadReads())
+                                             emit_reads=self._emit_reads, reads=ThreadReads(),
+                                             emit_rendered=self._emit_rendered if dispatcher.renders_reads else None)
         self._signal_table = config.snapshot.signal_data_collection
         self._polled: list[SignalChannelReader] = []
         self._http = HttpSignalChannel(control) if control is not None else None
@@ -302,6 +303,22 @@ class SnapshotCoordinator:
         first = rows.read_change(ChangeEvent(Op.READ, rows.table_id, None, batch[0], lsn, None, last_commit_lsn,
                                              None, time.time_ns() // 1000, "incremental"))
         self._dispatcher.reads(first.plan, batch, last_commit_lsn, lsn, rows.read_change)
+
+    def _emit_rendered(self, rows: TableRows[DispatchedChange], rendering: ReadRendering, batch: list[RawRow],
+                       offset: int, last_commit_lsn: int | None, lsn: int | None) -> None:
+        """The engine's READ path for rows its chunk query rendered: ``EventDispatcher.rendered_reads`` with the
+        table's plan (taken from the first row's change, as :meth:`_emit_reads` does)."""
+        if not batch:
+            return
+        width = len(rows.columns)
+
+        def decode(values: RawRow) -> dict[str, Any]:
+            return rows.row(values[:width])
+
+        first = rows.read_change(ChangeEvent(Op.READ, rows.table_id, None, decode(batch[0]), lsn, None,
+                                             last_commit_lsn, None, time.time_ns() // 1000, "incremental"))
+        self._dispatcher.rendered_reads(first.plan, rendering, batch, offset, decode, last_commit_lsn, lsn,
+                                        rows.read_change)
 
     def _serve_http(self, http: HttpSignalChannel) -> None:
         """The HTTP channel's signals, then the chunk-size requests of the control queue; answered once

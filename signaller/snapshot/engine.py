@@ -81,6 +81,7 @@ from signaller.sources.base import (
     ChunkRest,
     ChunkSchemaChanged,
     RawRow,
+    ReadRendering,
     TableRows,
     TableSchemaProvider,
     TransactionVisibility,
@@ -96,6 +97,10 @@ FETCH_AHEAD = 2048
 ReadEmitter = Callable[[TableRows[Any], list[dict[str, Any]], int | None, int | None], object]
 """Sends READ rows of one table at window position ``(last_commit_lsn, lsn)``, in order (the runtime's
 ``EventDispatcher.reads``, given the table's ``TableRows``)."""
+RenderedReadEmitter = Callable[[TableRows[Any], ReadRendering, list[RawRow], int, int | None, int | None], object]
+"""Sends READs of one table's chunk rows as its chunk query rendered them (``ReadRendering``, its values from the
+given offset), at window position ``(last_commit_lsn, lsn)``, in order; rows the query left unrendered are
+converted with ``TableRows.row`` (the runtime's ``EventDispatcher.rendered_reads``)."""
 
 
 class IncrementalSnapshotter(Generic[ChangeT]):
@@ -117,6 +122,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         compile_filter: FilterCompiler,
         emit_reads: ReadEmitter | None = None,
         reads: Reads | None = None,
+        emit_rendered: RenderedReadEmitter | None = None,
     ) -> None:
         self._settings = settings
         self._capture = capture
@@ -131,6 +137,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._requests = SnapshotRequests(settings, capture, schemas, self._tables, compile_filter)
         self._state = SnapshotState()
         self._emit_reads = emit_reads
+        self._emit_rendered = emit_rendered
         self._window: Window[RawRow] = Window()
         self._window_keys: tuple[str, ...] = ()
         self._window_emitted = 0
@@ -334,6 +341,16 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._after_window()
             return 0
         taken = window.take(max_rows)
+        rendering = prepared.rendering
+        if rendering is not None and self._emit_rendered is not None and not window.any_superseded:
+            if taken:
+                offset = len(prepared.chunk.columns) + len(prepared.chunk.key)
+                self._emit_rendered(prepared.rows, rendering, taken, offset, *self._window_position)
+                self.rows_emitted += len(taken)
+                self._window_emitted += len(taken)
+            if window.done:
+                self._end_window()
+            return len(taken)
         width, decode = len(prepared.chunk.columns), prepared.rows.row
         rows = [decode(values[:width]) for values in taken]
         if window.any_superseded:  # dropped, or folded with the window's changes (``toast_fold``)
@@ -573,7 +590,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         """Schema of the head table (once per table); None if it was skipped."""
         prepared = self._prepared.get(head.table)
         if prepared is None:
-            found = self._tables.describe(head)
+            found = self._tables.describe(head, rendered=self._emit_rendered is not None)
             if isinstance(found, str):
                 self._finish_table(found)
                 return None
@@ -623,7 +640,8 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def _chunk_read(self, head: QueuedTable, prepared: PreparedTable[ChangeT], last: RawRow,
                     lower: Key | None) -> None:
         """The chunk is read up to its last row ``last``: its end key, progress and ``IN_PROGRESS`` notification."""
-        self._chunk_end = tuple(last[len(prepared.chunk.columns):])
+        width = len(prepared.chunk.columns)
+        self._chunk_end = tuple(last[width:width + len(prepared.chunk.key)])
         runtime = self._runtime.setdefault(head.table, TableRuntime())
         runtime.chunk_from, runtime.chunk_to = key_text(lower), key_text(self._chunk_end)
         self._notify(in_progress(self._state, self._chunk_end, runtime, self.chunk_size, self._topic_prefix))

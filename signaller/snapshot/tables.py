@@ -32,6 +32,7 @@ from signaller.sources.base import (
     ChunkQueryError,
     ChunkReader,
     ChunkTable,
+    ReadRendering,
     TableDescription,
     TableRows,
     TableSchemaProvider,
@@ -50,6 +51,8 @@ class PreparedTable(Generic[ChangeT]):
     unique_key: bool = False
     """Whether the chunk key names one row at a time (the primary key, or a ``surrogate-key``: unique, NOT
     NULL); a ``message.key.columns`` override may not."""
+    rendering: ReadRendering | None = None
+    """How the chunk query renders the READs (its values follow the chunk key columns), or None."""
 
     @property
     def placeholders(self) -> Mapping[str, Any]:
@@ -86,9 +89,10 @@ class TableCatalog(Generic[ChangeT]):
                               "matched against the rows of a snapshot chunk; accepted: a captured unique NOT "
                               "NULL column", signal_id)
 
-    def describe(self, queued: QueuedTable) -> PreparedTable[ChangeT] | str:
+    def describe(self, queued: QueuedTable, *, rendered: bool = False) -> PreparedTable[ChangeT] | str:
         """The table's current rows plan and chunk description, or the Debezium status
-        (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``) under which it must be skipped."""
+        (``UNKNOWN_SCHEMA``, ``NO_PRIMARY_KEY``) under which it must be skipped. With ``rendered``, the chunk
+        query also renders the READs when the source can (``TableRows.rendering``)."""
         table_id = TableId.parse(queued.table)
         info = self._schemas.describe(table_id)
         if info is None:
@@ -104,9 +108,11 @@ class TableCatalog(Generic[ChangeT]):
                         "events (column filters or an unsupported type), so streamed changes could not be "
                         "matched against a chunk's rows", table_id, ", ".join(missing))
             return "NO_PRIMARY_KEY"
+        rendering = rows.rendering if rendered else None
         chunk = ChunkTable(table_id.schema, table_id.table, rows.columns,
-                           tuple((k, info.sql_types[k]) for k in keys), queued.filter, info.schema_version)
-        return PreparedTable(info, rows, chunk, bool(queued.surrogate_key) or keys == info.primary_key)
+                           tuple((k, info.sql_types[k]) for k in keys), queued.filter, info.schema_version,
+                           rendering.select if rendering is not None else ())
+        return PreparedTable(info, rows, chunk, bool(queued.surrogate_key) or keys == info.primary_key, rendering)
 
 
 def total_rows(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTable, max_key: Key) -> int | None:

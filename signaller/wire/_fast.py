@@ -17,7 +17,7 @@ both for every column type). Two tricks live here and nowhere else:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import orjson
@@ -37,6 +37,9 @@ OP_JSON: Final = {op: orjson.dumps(op.value) for op in Op}
 """Each ``op`` code as JSON."""
 
 _orjson_dumps: Final = orjson.dumps
+RowRenderer = Callable[[Any, int], "tuple[bytes, bytes | None] | None"]
+"""A source's rendering of one row (``ReadRendering.render``): the row's values and the offset of the rendered
+ones -> the ``after`` image and key payload as JSON, or None (left to the generic path)."""
 _TRUNCATE: Final = Op.TRUNCATE
 _READ: Final = Op.READ
 
@@ -110,10 +113,13 @@ class TableFragments:
 
     __slots__ = (
         "defaults",
+        "key_close",
         "key_head",
         "key_names",
         "key_prefix",
+        "key_prefix_bytes",
         "key_tail",
+        "read_head",
         "single_key",
         "source_db",
         "source_head",
@@ -141,10 +147,13 @@ class TableFragments:
         self.key_prefix = key_prefix
         # {"schema":...,"payload":{"before":  ...  }}
         self.value_head = (value_prefix or b"") + b'{"before":'
+        self.read_head = self.value_head + b'null,"after":'
         self.value_tail = b"}}" if value_prefix is not None else b"}"
         self.single_key = key_names[0] if len(key_names) == 1 else None
         self.key_head = (key_prefix or b"") + b"{" + dumps(key_names[0]) + b":" if key_names else b""
         self.key_tail = b"}}" if key_prefix is not None else b"}"
+        self.key_prefix_bytes = key_prefix or b""
+        self.key_close = b"}" if key_prefix is not None else b""
         self.source_head = (
             b'{"version":' + dumps(connector_version) + b',"connector":' + dumps(CONNECTOR)
             + b',"name":' + dumps(topic_prefix) + b',"ts_ms":'
@@ -261,21 +270,58 @@ class FastRenderer:
         any, snapshot)``. The part after the row is a template per ``(last_commit_lsn, lsn, snapshot)``
         (one window's READs share it; the last few are kept)."""
         fragments = self._fragments
-        template = self._read_templates.get((last_commit_lsn, lsn, snapshot))
-        if template is None:
-            if len(self._read_templates) >= 8:
-                self._read_templates.clear()
-            template = self._read_templates[last_commit_lsn, lsn, snapshot] = self._read_template(
-                last_commit_lsn, lsn, snapshot)
+        template = self._template(last_commit_lsn, lsn, snapshot)
         if fragments.defaults:
             after = fragments.fill_defaults(after)
         after_json = _orjson_dumps(after, default=render_default)
         if ESCAPE_MARK in after_json:
             after_json = LOWER_HEX_ESCAPE.sub(upper_escape, after_json)
         ts_ms, ts_ns = ts_us_now // 1000, ts_us_now * 1000
-        value = fragments.value_head + b'null,"after":' + after_json + template % (
-            ts_ms, ts_us_now, ts_ns, ts_ms, ts_us_now, ts_ns)
+        value = b"".join((fragments.read_head, after_json, template % (
+            ts_ms, ts_us_now, ts_ns, ts_ms, ts_us_now, ts_ns)))
         return self._key(after), value
+
+    def read_rendered_rows(self, rows: Sequence[Any], render: RowRenderer, offset: int,
+                           decode: Callable[[Any], Mapping[str, Any]], last_commit_lsn: int | None,
+                           lsn: int | None, snapshot: str | None, *,
+                           ts_us_now: int) -> list[tuple[bytes | None, bytes]]:
+        """Key and value of a snapshot READ of each of ``rows``, whose ``after`` image and key payload ``render``
+        gives as JSON from the row's values at ``offset`` (lower-case ``\\u00xx`` escapes allowed, as orjson's),
+        or None: then the row is ``decode``-d and rendered by :meth:`read`. The bytes of :meth:`read` of each row
+        at emission time ``ts_us_now`` (the slice's: the part after the row is rendered once)."""
+        fragments = self._fragments
+        ts_ms, ts_ns = ts_us_now // 1000, ts_us_now * 1000
+        tail = self._template(last_commit_lsn, lsn, snapshot) % (ts_ms, ts_us_now, ts_ns, ts_ms, ts_us_now, ts_ns)
+        head, key_prefix, key_close = fragments.read_head, fragments.key_prefix_bytes, fragments.key_close
+        keyed = bool(fragments.key_names)
+        records: list[tuple[bytes | None, bytes]] = []
+        append = records.append
+        for values in rows:
+            rendered = render(values, offset)
+            if rendered is None:
+                append(self.read(decode(values), last_commit_lsn, lsn, snapshot, ts_us_now=ts_us_now))
+                continue
+            after, key = rendered
+            if ESCAPE_MARK in after:
+                after = LOWER_HEX_ESCAPE.sub(upper_escape, after)
+            value = b"".join((head, after, tail))
+            if key is None or not keyed:
+                append((None, value))
+                continue
+            if ESCAPE_MARK in key:
+                key = LOWER_HEX_ESCAPE.sub(upper_escape, key)
+            append((b"".join((key_prefix, key, key_close)), value))
+        return records
+
+    def _template(self, last_commit_lsn: int | None, lsn: int | None, snapshot: str | None) -> bytes:
+        """The READ template of a window position (:meth:`_read_template`), the last few kept."""
+        template = self._read_templates.get((last_commit_lsn, lsn, snapshot))
+        if template is None:
+            if len(self._read_templates) >= 8:
+                self._read_templates.clear()
+            template = self._read_templates[last_commit_lsn, lsn, snapshot] = self._read_template(
+                last_commit_lsn, lsn, snapshot)
+        return template
 
     def _read_template(self, last_commit_lsn: int | None, lsn: int | None, snapshot: str | None) -> bytes:
         """Everything after a READ's ``after`` image, with ``%d`` for the source block's ``ts_ms``,

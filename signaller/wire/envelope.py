@@ -26,13 +26,13 @@ transaction and notification records are in :mod:`signaller.wire.records`. No I/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from signaller.errors import TerminalSinkError
 from signaller.model.events import ChangeEvent, Op
 from signaller.model.tables import TableSchema
-from signaller.wire._fast import CONNECTOR, FastRenderer, StreamPosition, TableFragments
+from signaller.wire._fast import CONNECTOR, FastRenderer, RowRenderer, StreamPosition, TableFragments
 from signaller.wire.columns import CodecProvider, ColumnCodec
 from signaller.wire.connect import envelope_schema, field, struct
 from signaller.wire.jackson import dumps, schema_prefix
@@ -271,6 +271,24 @@ class EnvelopeSerializer:
             return self._with_block(ChangeEvent(Op.READ, self.table.table_id, None, dict(after), lsn, None,
                                                 last_commit_lsn, None, ts_us_now, snapshot), ts_us_now, None)
         return self._fast.read(after, last_commit_lsn, lsn, snapshot, ts_us_now=ts_us_now)
+
+    def renders(self, value_names: tuple[str, ...], key_names: tuple[str, ...]) -> bool:
+        """Whether :meth:`serialize_rendered_reads` takes payloads rendered with these members: ``value_names`` are
+        :attr:`value_names`, ``key_names`` the key columns, and the ``source`` block is the built-in one."""
+        return (self._block is None and value_names == self._value_names
+                and key_names == self._fragments.key_names)
+
+    def serialize_rendered_reads(self, rows: Sequence[Any], render: RowRenderer, offset: int,
+                                 decode: Callable[[Any], Mapping[str, Any]], last_commit_lsn: int | None,
+                                 lsn: int | None, *, ts_us_now: int, snapshot: str | None = "incremental",
+                                 ) -> list[tuple[bytes | None, bytes]]:
+        """Key and value records of snapshot READs of ``rows`` (one window's, or a slice of it) whose ``after``
+        image and key payload a source already rendered as JSON (``ReadRendering.render``, ``render(values,
+        offset)``: members as :meth:`renders` checked, lower-case ``\\u00xx`` escapes allowed); a row it did not
+        render is ``decode``-d. The bytes of :meth:`serialize_read` of each decoded row at emission time
+        ``ts_us_now``. Only when :meth:`renders` said so."""
+        return self._fast.read_rendered_rows(rows, render, offset, decode, last_commit_lsn, lsn, snapshot,
+                                             ts_us_now=ts_us_now)
 
     def serialize_key(self, row_values: Mapping[str, Any] | None) -> bytes | None:
         """Key record: the key columns of ``row_values`` (converted values); None if keyless."""

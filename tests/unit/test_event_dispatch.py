@@ -147,6 +147,9 @@ class RecordingSink:
         self.callbacks.append(on_delivery)
         return True
 
+    def send_many(self, topic: str, records: Any, on_delivery: Any) -> int:
+        return sum(self.send(topic, key, value, on_delivery) for key, value in records)
+
 
 def dispatcher_for(**properties: str) -> tuple[EventDispatcher, RecordingSink, Checkpoint, CaptureStats]:
     config = config_from_mapping({**BASE, "skipped.operations": "none", **properties})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from schemas.generate import MODES, SAMPLES
@@ -22,6 +23,7 @@ from signaller.runtime.dispatch import EventDispatcher
 from signaller.sources.postgres.codecs import codec_for
 from signaller.sources.postgres.reader import Change, make_plan, modes_of, row_from_tuple
 from signaller.sources.postgres.source import postgres_transaction_id
+from signaller.wire import jackson
 from signaller.wire.envelope import EnvelopeSerializer
 from tests.unit.test_event_dispatch import CONVERTERS, NOW, RecordingSink
 from tests.unit.test_streaming_fast_path import BASE
@@ -101,3 +103,84 @@ def test_dispatcher_reads_sends_the_records_of_one_read_per_row(monkeypatch: pyt
         assert dispatcher.take_event_counts() == {(str(TABLE), "r"): len(rows)}
         sent.append(sink.records)
     assert sent[0] == sent[1] and len(sent[0]) == 2
+
+
+class _Rendering:
+    """A source's READ rendering as the dispatcher sees it (``ReadRendering``): the JSON of the generic rendering
+    of ``decode`` of each row, with orjson's lower-case escapes, None for the rows of ``unrendered``."""
+
+    def __init__(self, plan: Any, decode: Any, unrendered: set[str], key_names: tuple[str, ...]) -> None:
+        self.select = ("x",)
+        self.value_names = plan.row_columns
+        self.key_names = key_names
+        self._decode, self._unrendered = decode, unrendered
+
+    def render(self, values: Any, offset: int) -> tuple[bytes, bytes | None] | None:
+        assert values[offset] == "rendered"
+        if values[0] in self._unrendered:
+            return None
+        row = self._decode(values)
+        key = orjson.dumps({name: row[name] for name in self.key_names}) if self.key_names else None
+        return orjson.dumps(row, default=jackson.render_default), key
+
+
+@pytest.mark.parametrize("converter", CONVERTERS)
+def test_rendered_reads_send_the_records_of_reads(converter: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rendered_reads``: the records of ``reads`` of the decoded rows, in order, also for the rows the source
+    left unrendered (converted the generic way in their place), with one emission time for the slice."""
+    monkeypatch.setattr(dispatch, "_time_ns", lambda: NOW * 1000)
+    properties = {**BASE, "skipped.operations": "none"}
+    if not converter.get("schemas_enable", True):
+        properties |= {"value.converter.schemas.enable": "false", "key.converter.schemas.enable": "false"}
+    if not converter.get("key_schemas_enable", True):
+        properties |= {"key.converter.schemas.enable": "false"}
+    config = config_from_mapping(properties)
+    columns = (_column("id", "int4", -1, key=True), _column("note", "text", -1, key=False),
+               _column("d", "date", -1, key=False))
+    schema = TableSchema(TABLE, columns)
+    plan = make_plan(schema, tuple(c.name for c in columns), config.capture, modes_of(config.types))
+    raw = [(str(n), f"n\x01{n} \"q\" %d", None if n % 3 else "2024-03-01", str(n), "rendered") for n in range(9)]
+
+    def decode(values: Any) -> dict[str, Any]:
+        return row_from_tuple(plan, values[:3])
+
+    sent = []
+    for rendered in (True, False):
+        sink, checkpoint, stats = RecordingSink(), Checkpoint(), CaptureStats()
+        dispatcher = EventDispatcher(config, sink, checkpoint, stats,  # type: ignore[arg-type]
+                                     transaction_id=postgres_transaction_id, count_by_table=True)
+        checkpoint.begin()
+        change_of = lambda event: Change.from_event(event, plan)  # noqa: E731
+        if rendered:
+            assert dispatcher.renders_reads
+            rendering = _Rendering(plan, decode, {"4", "5"}, ("id",))
+            assert dispatcher.rendered_reads(plan, rendering, raw, 4, decode, 0x152F000, 0x1530000, change_of) == 9
+        else:
+            assert dispatcher.reads(plan, [decode(values) for values in raw], 0x152F000, 0x1530000, change_of) == 9
+        assert stats.events == 9 and checkpoint.in_flight() == 9
+        assert dispatcher.take_event_counts() == {(str(TABLE), "r"): 9}
+        sent.append(sink.records)
+    assert sent[0] == sent[1]
+    assert b"\\u0001" in sent[0][0][2]  # type: ignore[operator]  # upper-cased like the generic path's
+
+
+def test_rendered_reads_convert_every_row_when_the_serializer_is_not_the_renderings() -> None:
+    """A rendering whose key (or columns) the serializer does not have: every row is decoded (never spliced)."""
+    config = config_from_mapping({**BASE, "skipped.operations": "none"})
+    columns = (_column("id", "int4", -1, key=True), _column("note", "text", -1, key=False))
+    plan = make_plan(TableSchema(TABLE, columns), ("id", "note"), config.capture, modes_of(config.types))
+    sink, checkpoint, stats = RecordingSink(), Checkpoint(), CaptureStats()
+    dispatcher = EventDispatcher(config, sink, checkpoint, stats,  # type: ignore[arg-type]
+                                 transaction_id=postgres_transaction_id)
+    checkpoint.begin()
+    decoded: list[Any] = []
+
+    def decode(values: Any) -> dict[str, Any]:
+        decoded.append(values)
+        return row_from_tuple(plan, values[:2])
+
+    rendering = _Rendering(plan, decode, set(), ("note",))
+    raw = [("1", "a", "1", "rendered"), ("2", "b", "2", "rendered")]
+    assert dispatcher.rendered_reads(plan, rendering, raw, 3, decode, None, None,
+                                     lambda event: Change.from_event(event, plan)) == 2
+    assert decoded == raw and len(sink.records) == 2

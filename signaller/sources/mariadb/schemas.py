@@ -99,6 +99,11 @@ class MariaDbTableRows(TableRows[ChangeT], Generic[ChangeT]):
         """Empty: a binlog row image carries every value it logs (no placeholder)."""
         return {}
 
+    @property
+    def rendering(self) -> None:
+        """None: MariaDB's chunk query does not render READs (each row is converted with :meth:`row`)."""
+        return None
+
     def row(self, values: Sequence[str | None]) -> dict[str, Any]:
         """The row values of one chunk row's text values (in :attr:`columns` order)."""
         return {column.name: self.convert(column, binlog_value(column, text))

@@ -54,9 +54,9 @@ def max_key_query(table: ChunkTable) -> str:
 def chunk_query(table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> str:
     """Rows with ``lower < key <= upper`` in key order, at most ``limit``; every column as text,
     then the chunk key columns as text (so the caller can read the chunk position even when a
-    surrogate key is not a captured column)."""
+    surrogate key is not a captured column), then the table's ``rendered`` expressions."""
     keys = _key_refs(table)
-    select = _as_text([quote_ident(c) for c in table.columns] + keys)
+    select = _as_text([quote_ident(c) for c in table.columns] + keys + list(table.rendered))
     conditions: list[str] = []
     if lower is not None:
         conditions.append(f"{_row(keys)} > {_bound(table, lower)}")

@@ -173,6 +173,7 @@ __all__ = [
     "TypeModes",
     "codec_for",
     "placeholder_for",
+    "type_kind",
 ]
 
 
@@ -285,6 +286,16 @@ _BUILDERS: Final[Mapping[str, Builder]] = {
 
 _ELEMENT_BUILDERS: Final[Mapping[str, Builder]] = {**_BUILDERS, "date": build_date_element}
 """Builders of array elements: as the columns', except where Debezium writes elements differently."""
+
+
+def type_kind(column: Column) -> str:
+    """How :func:`codec_for` reads ``column``'s type: ``"array"``, ``"enum"``, or the canonical type name
+    (``int4`` for ``integer``, ``timestamptz`` for ``timestamp with time zone``...)."""
+    if _array_element_name(column) is not None:
+        return "array"
+    if column.enum_values is not None:
+        return "enum"
+    return _canonical(column.type_name)
 
 
 def _array_element_name(column: Column) -> str | None:

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 from signaller.config import SignallerConfig
 from signaller.model import ChangeEvent, TableId
 from signaller.sources.base import TableDescription, TableRows, TableSchemaProvider
 from signaller.sources.postgres.catalog import PostgresTableInfo
+from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.reader import Change, RelationPlan, make_plan, modes_of, row_from_tuple
 from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.postgres.rendering import PostgresReadRendering, read_rendering
 
 
 class CatalogLookups(Protocol):
@@ -45,6 +48,7 @@ class PostgresTableRows(TableRows[Change]):
     ``RelationPlan`` (the plan the stream would build for the same relation)."""
 
     plan: RelationPlan
+    modes: TypeModes
 
     @property
     def table_id(self) -> TableId:
@@ -73,6 +77,11 @@ class PostgresTableRows(TableRows[Change]):
     def read_change(self, event: ChangeEvent) -> Change:
         """``event`` as a ``Change`` with this table's plan, as the capture loop sends streamed ones."""
         return Change.from_event(event, self.plan)
+
+    @cached_property
+    def rendering(self) -> PostgresReadRendering | None:
+        """The chunk query's own rendering of this table's READs (:mod:`~signaller.sources.postgres.rendering`)."""
+        return read_rendering(self.plan, self.modes)
 
 
 class PostgresSchemaProvider(TableSchemaProvider[Change]):
@@ -104,4 +113,4 @@ class PostgresSchemaProvider(TableSchemaProvider[Change]):
         schema = self._relations.derive_schema(table.relation)
         table_id, captured = schema.table_id, self._config.capture.is_column_captured
         selected = tuple(c.name for c in schema.columns if captured(table_id.schema, table_id.table, c.name))
-        return PostgresTableRows(make_plan(schema, selected, self._config.capture, self._modes))
+        return PostgresTableRows(make_plan(schema, selected, self._config.capture, self._modes), self._modes)
