@@ -267,8 +267,9 @@ class EventDispatcher:
         if not (output.rows_match and self._on_change is None and isinstance(serializer, EnvelopeSerializer)
                 and serializer.renders(rendering.value_names, rendering.key_names)):
             return self.reads(plan, [decode(values) for values in rows], last_commit_lsn, lsn, change_of, snapshot)
-        records = serializer.serialize_rendered_reads(rows, rendering.render, offset, decode, last_commit_lsn, lsn,
-                                                      ts_us_now=_time_ns() // 1000, snapshot=snapshot)
+        records = serializer.serialize_rendered_reads(rows, rendering.render_rows(rows, offset), decode,
+                                                      last_commit_lsn, lsn, ts_us_now=_time_ns() // 1000,
+                                                      snapshot=snapshot)
         group = self._checkpoint.current()
         group.pending += self._sink.send_many(output.topic, records, group.on_delivery)
         count = len(records)

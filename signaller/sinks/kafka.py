@@ -202,25 +202,42 @@ class KafkaSink:
 
     def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]],
                   on_delivery: DeliveryCallback) -> int:
-        """:meth:`send` of each ``(key, value)`` in order, with the per-record checks hoisted out of the loop;
-        returns how many were produced (each gets its delivery report). Raises what :meth:`send` raises."""
+        """:meth:`send` of each ``(key, value)`` in order, in batches (``Producer.produce_batch``: one call for
+        many records); returns how many were produced (each gets its delivery report). A record over the topic's
+        limit is handled by :meth:`send` in its place; records the producer's queue had no room for are sent again
+        in order, waiting for room. Raises what :meth:`send` raises."""
         if topic not in self._ready_topics:
             self.prepare_topic(topic)
         limit = self._limits[topic][0]
-        produce, send = self._produce, self.send
+        batch: list[dict[str, Any]] = []
         produced = 0
         for key, value in records:
             if (0 if key is None else len(key)) + (0 if value is None else len(value)) > limit:
-                produced += send(topic, key, value, on_delivery)
+                produced += self._produce_batch(topic, batch, on_delivery) + self.send(topic, key, value, on_delivery)
+                batch = []
                 continue
-            try:
-                produce(topic, value, key, on_delivery=on_delivery)
-            except (BufferError, KafkaException):  # nothing was produced: send waits for room, or says why not
-                produced += send(topic, key, value, on_delivery)
+            batch.append({"key": key, "value": value})
+        return produced + self._produce_batch(topic, batch, on_delivery)
+
+    def _produce_batch(self, topic: str, batch: list[dict[str, Any]], on_delivery: DeliveryCallback) -> int:
+        """Produce ``batch`` in one call; a record it refused is sent again with :meth:`send` (from the first one
+        the queue was full for, every later one was refused too, so the order holds), or, refused for another
+        reason than its size or the queue, ends the session."""
+        if not batch:
+            return 0
+        queued: int = self._producer.produce_batch(topic, batch, on_delivery=on_delivery)
+        self.produced += queued
+        if queued == len(batch):
+            return queued
+        for message in batch:
+            error = message.get("_error")
+            if error is None:
                 continue
-            self.produced += 1
-            produced += 1
-        return produced
+            if error.code() not in (KafkaError._QUEUE_FULL, KafkaError.MSG_SIZE_TOO_LARGE):
+                msg = f"cannot produce to {topic!r}: {error.str()}"
+                raise TerminalSinkError(msg)
+            queued += self.send(topic, message["key"], message["value"], on_delivery)
+        return queued
 
     def prepare_topic(self, topic: str) -> None:
         """Make ``topic`` ready for ``send``: created unless it exists, its record size limit read (what the first

@@ -166,6 +166,10 @@ class ReadRendering(Protocol):
         values start at ``offset``; None when the source left this row to the generic path."""
         ...
 
+    def render_rows(self, rows: Sequence[Sequence[str | None]], offset: int) -> list[tuple[bytes, bytes | None] | None]:
+        """:meth:`render` of each of ``rows``, in order."""
+        ...
+
 
 class TableRows(Protocol[ChangeT_co]):
     """How the rows of one table, as described at one moment, become change-event rows.

@@ -37,9 +37,6 @@ OP_JSON: Final = {op: orjson.dumps(op.value) for op in Op}
 """Each ``op`` code as JSON."""
 
 _orjson_dumps: Final = orjson.dumps
-RowRenderer = Callable[[Any, int], "tuple[bytes, bytes | None] | None"]
-"""A source's rendering of one row (``ReadRendering.render``): the row's values and the offset of the rendered
-ones -> the ``after`` image and key payload as JSON, or None (left to the generic path)."""
 _TRUNCATE: Final = Op.TRUNCATE
 _READ: Final = Op.READ
 
@@ -281,14 +278,14 @@ class FastRenderer:
             ts_ms, ts_us_now, ts_ns, ts_ms, ts_us_now, ts_ns)))
         return self._key(after), value
 
-    def read_rendered_rows(self, rows: Sequence[Any], render: RowRenderer, offset: int,
+    def read_rendered_rows(self, rows: Sequence[Any], rendered: Sequence[tuple[bytes, bytes | None] | None],
                            decode: Callable[[Any], Mapping[str, Any]], last_commit_lsn: int | None,
                            lsn: int | None, snapshot: str | None, *,
                            ts_us_now: int) -> list[tuple[bytes | None, bytes]]:
-        """Key and value of a snapshot READ of each of ``rows``, whose ``after`` image and key payload ``render``
-        gives as JSON from the row's values at ``offset`` (lower-case ``\\u00xx`` escapes allowed, as orjson's),
-        or None: then the row is ``decode``-d and rendered by :meth:`read`. The bytes of :meth:`read` of each row
-        at emission time ``ts_us_now`` (the slice's: the part after the row is rendered once)."""
+        """Key and value of a snapshot READ of each of ``rows``, whose ``after`` image and key payload a source
+        rendered as JSON (``rendered``, one per row; lower-case ``\\u00xx`` escapes allowed, as orjson's), or
+        None: then the row is ``decode``-d and rendered by :meth:`read`. The bytes of :meth:`read` of each row at
+        emission time ``ts_us_now`` (the slice's: the part after the row is rendered once)."""
         fragments = self._fragments
         ts_ms, ts_ns = ts_us_now // 1000, ts_us_now * 1000
         tail = self._template(last_commit_lsn, lsn, snapshot) % (ts_ms, ts_us_now, ts_ns, ts_ms, ts_us_now, ts_ns)
@@ -296,12 +293,11 @@ class FastRenderer:
         keyed = bool(fragments.key_names)
         records: list[tuple[bytes | None, bytes]] = []
         append = records.append
-        for values in rows:
-            rendered = render(values, offset)
-            if rendered is None:
+        for values, payloads in zip(rows, rendered, strict=True):
+            if payloads is None:
                 append(self.read(decode(values), last_commit_lsn, lsn, snapshot, ts_us_now=ts_us_now))
                 continue
-            after, key = rendered
+            after, key = payloads
             if ESCAPE_MARK in after:
                 after = LOWER_HEX_ESCAPE.sub(upper_escape, after)
             value = b"".join((head, after, tail))

@@ -32,7 +32,7 @@ from typing import Any, Final, Protocol
 from signaller.errors import TerminalSinkError
 from signaller.model.events import ChangeEvent, Op
 from signaller.model.tables import TableSchema
-from signaller.wire._fast import CONNECTOR, FastRenderer, RowRenderer, StreamPosition, TableFragments
+from signaller.wire._fast import CONNECTOR, FastRenderer, StreamPosition, TableFragments
 from signaller.wire.columns import CodecProvider, ColumnCodec
 from signaller.wire.connect import envelope_schema, field, struct
 from signaller.wire.jackson import dumps, schema_prefix
@@ -278,16 +278,16 @@ class EnvelopeSerializer:
         return (self._block is None and value_names == self._value_names
                 and key_names == self._fragments.key_names)
 
-    def serialize_rendered_reads(self, rows: Sequence[Any], render: RowRenderer, offset: int,
+    def serialize_rendered_reads(self, rows: Sequence[Any], rendered: Sequence[tuple[bytes, bytes | None] | None],
                                  decode: Callable[[Any], Mapping[str, Any]], last_commit_lsn: int | None,
                                  lsn: int | None, *, ts_us_now: int, snapshot: str | None = "incremental",
                                  ) -> list[tuple[bytes | None, bytes]]:
         """Key and value records of snapshot READs of ``rows`` (one window's, or a slice of it) whose ``after``
-        image and key payload a source already rendered as JSON (``ReadRendering.render``, ``render(values,
-        offset)``: members as :meth:`renders` checked, lower-case ``\\u00xx`` escapes allowed); a row it did not
-        render is ``decode``-d. The bytes of :meth:`serialize_read` of each decoded row at emission time
-        ``ts_us_now``. Only when :meth:`renders` said so."""
-        return self._fast.read_rendered_rows(rows, render, offset, decode, last_commit_lsn, lsn, snapshot,
+        image and key payload a source already rendered as JSON (``rendered``, one per row, from
+        ``ReadRendering.render_rows``: members as :meth:`renders` checked, lower-case ``\\u00xx`` escapes allowed);
+        a row it did not render (None) is ``decode``-d. The bytes of :meth:`serialize_read` of each decoded row at
+        emission time ``ts_us_now``. Only when :meth:`renders` said so."""
+        return self._fast.read_rendered_rows(rows, rendered, decode, last_commit_lsn, lsn, snapshot,
                                              ts_us_now=ts_us_now)
 
     def serialize_key(self, row_values: Mapping[str, Any] | None) -> bytes | None:

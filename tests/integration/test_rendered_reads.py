@@ -134,12 +134,14 @@ def _compare(rows: PostgresTableRows, raw: list[tuple[str | None, ...]], key_wid
         serializer = EnvelopeSerializer(rows.plan.schema, rows.plan.codecs, topic_prefix="pg1", database="shop",
                                         schemas_enable=schemas)
         assert serializer.renders(rendering.value_names, rendering.key_names)
-        got = serializer.serialize_rendered_reads(raw, rendering.render, offset, decode, *POSITION,
+        got = serializer.serialize_rendered_reads(raw, rendering.render_rows(raw, offset), decode, *POSITION,
                                                   ts_us_now=NOW_US)
         for values, record in zip(raw, got, strict=True):
             expected = serializer.serialize_read(decode(values), *POSITION, ts_us_now=NOW_US)
             assert record == expected, f"row {values[:width]}"
-    return [rendering.render(values, offset) is not None for values in raw]
+    rendered = [rendering.render(values, offset) for values in raw]
+    assert rendering.render_rows(raw, offset) == rendered
+    return [payloads is not None for payloads in rendered]
 
 
 def _table(cur: Any, name: str, column_sql: str, values: tuple[str, ...]) -> None:

@@ -123,6 +123,9 @@ class _Rendering:
         key = orjson.dumps({name: row[name] for name in self.key_names}) if self.key_names else None
         return orjson.dumps(row, default=jackson.render_default), key
 
+    def render_rows(self, rows: Any, offset: int) -> list[tuple[bytes, bytes | None] | None]:
+        return [self.render(values, offset) for values in rows]
+
 
 @pytest.mark.parametrize("converter", CONVERTERS)
 def test_rendered_reads_send_the_records_of_reads(converter: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
