@@ -48,6 +48,7 @@ import collections
 import contextlib
 import functools
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -85,11 +86,13 @@ snapshot as fast."""
 READ_WAIT_S = 0.002
 """How long the loop waits for the log while a chunk read is in flight (or a read-only window waits for
 the log to pass its high watermark) before looking at the read again."""
-MAX_QUEUED_RECORDS = 2_000
+MAX_QUEUED_RECORDS = 1_000
 """No READ is emitted while the producer holds this many records: bounds what a live change produced
 meanwhile waits behind in the producer (its batches go out after those READs) and the memory a large
 window takes in the producer's queue. 10,000 measured a live record's produce→consume p99 of up to 52 ms
-during the bench's snapshots, 2,000 8-19 ms, the snapshot as fast."""
+during the bench's snapshots, 2,000 8-19 ms, the snapshot as fast; with READs produced in batches
+(``KafkaSink.send_many``), 1,000 gave the same latencies and 5-10 % more READs/s at chunk 65,536 than 2,000
+(``/work/exp/loaded.py``, four sessions each)."""
 
 
 class SnapshotCoordinator:
@@ -114,6 +117,8 @@ class SnapshotCoordinator:
         self._unstored: collections.deque[tuple[int, list[tuple[Future[SignalOutcome], SignalOutcome]]]] = (
             collections.deque())  # HTTP answers waiting for their effects to be stored (a checkpoint ticket each)
         self._topics_prepared: set[str] = set()  # tables whose topics were made ready ahead of their READs
+        self._topic_jobs: queue.SimpleQueue[list[str] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._prepare_topics_forever, name="signaller-topics", daemon=True).start()
         self._status_changed = status_changed
         self._read_problems: dict[str, str] = {}
         self._chunks = chunks
@@ -166,6 +171,7 @@ class SnapshotCoordinator:
         for channel in self._channels():
             with contextlib.suppress(Exception):
                 channel.close()
+        self._topic_jobs.put(None)
         self.engine.close()
         self._chunks.close()
 
@@ -384,19 +390,20 @@ class SnapshotCoordinator:
         (about 10 ms: a live change waited behind it). A failure there is left to the first READ's own check,
         which reports it."""
         tables = [q.table for q in self.engine.state.queue if q.table not in self._topics_prepared]
-        if not tables:
-            return
-        self._topics_prepared.update(tables)
-        prepare = self._dispatcher.prepare_topic
+        if tables:
+            self._topics_prepared.update(tables)
+            self._topic_jobs.put(tables)
 
-        def run() -> None:
+    def _prepare_topics_forever(self) -> None:
+        """The ``signaller-topics`` thread (a daemon, started with the session, so that no snapshot waits for a
+        thread to start): prepares the topics of each job until :meth:`close`."""
+        prepare = self._dispatcher.prepare_topic
+        while (tables := self._topic_jobs.get()) is not None:
             for table in tables:
                 try:
                     prepare(TableId.parse(table))
                 except Exception as exc:  # the first READ's send checks again, on the loop, and reports
                     log.debug("could not prepare the topic of %s ahead of its snapshot: %s", table, exc)
-
-        threading.Thread(target=run, name="signaller-topics", daemon=True).start()
 
     def _read_channel(self, channel: SignalChannelReader) -> list[SignalOutcome]:
         """Handle what ``channel`` has now, each entry in turn (``_handle``); the outcomes, in order. A

@@ -104,16 +104,22 @@ class InlineReads(Reads):
 
 
 class ThreadReads(Reads):
-    """Runs the calls on one worker thread (``signaller-chunks``), started with the first call."""
+    """Runs the calls on one worker thread (``signaller-chunks``), started when made: the first call (a snapshot's
+    first chunk) does not wait on the caller's thread for a thread to start (a few ms on a busy machine)."""
 
     def __init__(self) -> None:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._start()
+
+    def _start(self) -> concurrent.futures.ThreadPoolExecutor:
+        pool = self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="signaller-chunks")
+        pool.submit(lambda: None)  # starts the thread now
+        return pool
 
     def submit(self, work: Callable[[], T], /) -> Pending[T]:
-        """Queue ``work`` on the worker thread."""
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="signaller-chunks")
-        return self._pool.submit(work)
+        """Queue ``work`` on the worker thread (started again if closed)."""
+        pool = self._pool if self._pool is not None else self._start()
+        return pool.submit(work)
 
     def close(self) -> None:
         """Wait for the call in flight (a chunk query ends within its statement's time) and stop the thread."""

@@ -141,47 +141,41 @@ class Catalog:
     def describe_table(self, table: TableId) -> PostgresTableInfo | None:
         """The table's columns, types and keys as the catalog has them now, or None if it does not exist
         (or is not an ordinary or partitioned table); ``SourceError`` if the catalog cannot be read."""
-        head = self._rows(
-            "SELECT c.oid, c.relreplident, c.reltuples::bigint FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
+        found = self._rows(
+            "SELECT c.oid, c.relreplident, c.reltuples::bigint, "
+            "(SELECT json_agg(json_build_array(a.attname, a.atttypid::bigint, a.atttypmod, a.attnotnull, "
+            "        format_type(a.atttypid, a.atttypmod), EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = "
+            "        a.attrelid AND i.indisprimary AND a.attnum = ANY(i.indkey))) ORDER BY a.attnum) "
+            "   FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), "
+            f"{schema_version_sql('c.oid')}, "
+            "(SELECT json_agg(a.attname ORDER BY k.ord) FROM pg_index i "
+            "   JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "   JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "   WHERE i.indrelid = c.oid AND i.indisprimary), "
+            "(SELECT json_agg(a.attname) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "   AND a.attnum = i.indkey[0] WHERE i.indrelid = c.oid AND i.indisunique AND i.indnatts = 1 "
+            "   AND i.indpred IS NULL) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
             "AND c.relkind IN ('r', 'p')",
             (table.schema, table.table), f"describing {table}",
-        )
-        if not head:
+        )  # one statement (one snapshot, one round trip): the schema version is the version of exactly these columns
+        if not found:
             return None
-        oid, identity, reltuples = head[0]
-        cols = self._rows(
-            "SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod), "
-            "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary "
-            f"        AND a.attnum = ANY(i.indkey)), {schema_version_sql('%s')} "
-            "FROM pg_attribute a WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-            (oid, oid), f"describing {table}",
-        )  # the schema version in the same statement (one snapshot): it is the version of exactly these columns
-        pk = self._rows(
-            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
-            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
-            "WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.ord",
-            (oid,), f"reading the primary key of {table}",
-        )
-        unique = self._rows(
-            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-            "AND a.attnum = i.indkey[0] WHERE i.indrelid = %s AND i.indisunique AND i.indnatts = 1 "
-            "AND i.indpred IS NULL",
-            (oid,), f"reading unique indexes of {table}",
-        )
+        oid, identity, reltuples, columns, version, primary_key, unique = found[0]
+        cols = [tuple(column) for column in columns or ()]
         relation = Relation(
             relation_id=oid, namespace=table.schema, name=table.table, replica_identity=identity,
             columns=tuple(RelationColumn(1 if in_pk else 0, name, typid, typmod)
-                          for name, typid, typmod, _, _, in_pk, _ in cols),
+                          for name, typid, typmod, _, _, in_pk in cols),
         )
         return PostgresTableInfo(
             table_id=table, oid=oid, relation=relation,
-            sql_types={name: sql_type for name, _, _, _, sql_type, _, _ in cols},
-            not_null=frozenset(name for name, _, _, notnull, _, _, _ in cols if notnull),
-            primary_key=tuple(r[0] for r in pk),
-            unique_columns=frozenset(r[0] for r in unique),
+            sql_types={name: sql_type for name, _, _, _, sql_type, _ in cols},
+            not_null=frozenset(name for name, _, _, notnull, _, _ in cols if notnull),
+            primary_key=tuple(primary_key or ()),
+            unique_columns=frozenset(unique or ()),
             estimated_rows=int(reltuples) if reltuples is not None and reltuples >= 0 else None,
-            schema_version=cols[0][6] if cols else None,
+            schema_version=version if cols else None,
         )
 
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
