@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # type: ignore[attr-defined]
 
 from signaller.errors import TerminalSinkError, TransientSinkError
@@ -134,8 +134,7 @@ class TopicManager:
         ``TransientSinkError`` if Kafka cannot create it."""
         if topic in self._known:
             return
-        metadata = self._admin.list_topics(timeout=10)
-        if topic not in metadata.topics:
+        if not self._exists(topic):
             futures = self._admin.create_topics(
                 [NewTopic(topic, num_partitions=self._partitions, replication_factor=self._replication)]
             )
@@ -148,6 +147,19 @@ class TopicManager:
                     msg = f"cannot create topic {topic!r}: {exc}"
                     raise TransientSinkError(msg) from exc
         self._known.add(topic)
+
+    def _exists(self, topic: str) -> bool:
+        """Whether Kafka describes ``topic`` (one topic's metadata: listing every topic of a large cluster takes
+        tens of ms, most of it building Python objects while holding the interpreter lock the capture loop
+        needs). False when it does not exist or cannot be described (creating it then says why)."""
+        try:
+            self._admin.describe_topics(TopicCollection([topic]))[topic].result(10)
+        except (KafkaException, TimeoutError) as exc:
+            error = exc.args[0] if exc.args else None
+            if not (isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                log.debug("cannot describe topic %s: %s", topic, exc)
+            return False
+        return True
 
 
 SINK_DEFAULTS: dict[str, Any] = {"partitioner": "murmur2_random", "queue.buffering.max.messages": 500000,

@@ -5,6 +5,8 @@ record gets its delivery report."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from devtools.settings import StackSettings
@@ -39,3 +41,22 @@ def test_batches_keep_every_record_in_order_through_a_full_queue(stack: StackSet
         sent = [value for k, value in records if k == key and value != b"x" * 30_000]
         assert [value for k, value, *_ in got if k == key] == sent, f"order of key {key!r}"
     assert sink.queued == 0
+
+
+def test_topics_are_created_once_with_their_settings_and_existing_ones_kept(stack: StackSettings,
+                                                                           unique_name: str) -> None:
+    """``TopicManager.ensure`` looks at the one topic (not the cluster's list): a missing topic is created with the
+    configured partitions, an existing one is left as it is."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    client: dict[str, Any] = {"bootstrap.servers": stack.bootstrap_servers}
+    admin = AdminClient(client)
+    existing, missing = f"kept_{unique_name}", f"made_{unique_name}"
+    admin.create_topics([NewTopic(existing, num_partitions=2, replication_factor=1)])[existing].result(30)
+    topics = TopicManager(client, 3, 1)
+    topics.ensure(existing)
+    topics.ensure(missing)
+    topics.ensure(missing)  # known: no second check
+    metadata = admin.list_topics(timeout=10)
+    assert len(metadata.topics[existing].partitions) == 2
+    assert len(metadata.topics[missing].partitions) == 3
