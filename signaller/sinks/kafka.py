@@ -151,14 +151,15 @@ class TopicManager:
     def _exists(self, topic: str) -> bool:
         """Whether Kafka describes ``topic`` (one topic's metadata: listing every topic of a large cluster takes
         tens of ms, most of it building Python objects while holding the interpreter lock the capture loop
-        needs). False when it does not exist or cannot be described (creating it then says why)."""
+        needs). False when Kafka says it does not exist; raises ``KafkaException`` when Kafka cannot be asked
+        (within 10 s), as listing the topics did."""
         try:
-            self._admin.describe_topics(TopicCollection([topic]))[topic].result(10)
-        except (KafkaException, TimeoutError) as exc:
+            self._admin.describe_topics(TopicCollection([topic]), request_timeout=10)[topic].result(15)
+        except KafkaException as exc:
             error = exc.args[0] if exc.args else None
-            if not (isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-                log.debug("cannot describe topic %s: %s", topic, exc)
-            return False
+            if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return False
+            raise
         return True
 
 
