@@ -8,9 +8,9 @@ Every driver error is translated into a ``SourceError`` at this boundary.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 import psycopg2
 import psycopg2.errors
@@ -97,6 +97,24 @@ class PostgresTableInfo(TableDescription):
 
     oid: int
     relation: Relation
+    column_defaults: Mapping[str, str] = field(default_factory=dict)
+    """``column -> default as value text`` (as :meth:`Catalog.column_defaults` reads them), read with the columns."""
+
+
+_DEFAULTS: Final = ("FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+                    "AND NOT a.attisdropped AND a.attgenerated = '' JOIN pg_type t ON t.oid = a.atttypid")
+"""The columns' defaults (``pg_attrdef``, with each column and its type; generated columns left out)."""
+
+
+def _default_texts(rows: Iterable[Sequence[Any]]) -> dict[str, str]:
+    """``column -> default as value text`` of ``(column, default expression, type name)`` rows, for the defaults
+    Debezium gives a schema default (:func:`signaller.sources.postgres.defaults.default_text`)."""
+    out: dict[str, str] = {}
+    for name, expression, type_name in rows:
+        text = default_text(expression, type_name)
+        if text is not None:
+            out[name] = text
+    return out
 
 
 class Catalog:
@@ -154,14 +172,16 @@ class Catalog:
             "   WHERE i.indrelid = c.oid AND i.indisprimary), "
             "(SELECT json_agg(a.attname) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
             "   AND a.attnum = i.indkey[0] WHERE i.indrelid = c.oid AND i.indisunique AND i.indnatts = 1 "
-            "   AND i.indpred IS NULL) "
+            "   AND i.indpred IS NULL), "
+            f"(SELECT json_agg(json_build_array(a.attname, pg_get_expr(d.adbin, d.adrelid), t.typname)) {_DEFAULTS} "
+            "   WHERE d.adrelid = c.oid) "
             "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
             "AND c.relkind IN ('r', 'p')",
             (table.schema, table.table), f"describing {table}",
         )  # one statement (one snapshot, one round trip): the schema version is the version of exactly these columns
         if not found:
             return None
-        oid, identity, reltuples, columns, version, primary_key, unique = found[0]
+        oid, identity, reltuples, columns, version, primary_key, unique, defaults = found[0]
         cols = [tuple(column) for column in columns or ()]
         relation = Relation(
             relation_id=oid, namespace=table.schema, name=table.table, replica_identity=identity,
@@ -176,6 +196,7 @@ class Catalog:
             unique_columns=frozenset(unique or ()),
             estimated_rows=int(reltuples) if reltuples is not None and reltuples >= 0 else None,
             schema_version=version if cols else None,
+            column_defaults=_default_texts(defaults or ()),
         )
 
     def primary_key_columns(self, namespace: str, table: str) -> tuple[str, ...]:
@@ -194,19 +215,12 @@ class Catalog:
         """``column -> default as value text`` for the columns Debezium gives a schema default
         (see :func:`signaller.sources.postgres.defaults.default_text`)."""
         rows = self._rows(
-            "SELECT a.attname, pg_get_expr(d.adbin, d.adrelid), t.typname FROM pg_attrdef d "
-            "JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
-            "JOIN pg_type t ON t.oid = a.atttypid "
+            f"SELECT a.attname, pg_get_expr(d.adbin, d.adrelid), t.typname {_DEFAULTS} "
             "JOIN pg_class c ON c.oid = d.adrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relname = %s AND NOT a.attisdropped AND a.attgenerated = ''",
+            "WHERE n.nspname = %s AND c.relname = %s",
             (namespace, table),
         )
-        out: dict[str, str] = {}
-        for name, expression, type_name in rows:
-            text = default_text(expression, type_name)
-            if text is not None:
-                out[name] = text
-        return out
+        return _default_texts(rows)
 
     def not_null_columns(self, namespace: str, table: str) -> set[str]:
         """The names of the table's columns declared NOT NULL."""

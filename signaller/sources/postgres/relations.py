@@ -292,6 +292,17 @@ class CachedRelation:
     version: int
 
 
+@dataclasses.dataclass(frozen=True)
+class KnownColumns:
+    """What a caller already read from the catalog about a relation's columns (``RelationCache.derive_schema``):
+    its key columns as the key rule's first rule gives them (the primary key, or ``message.key.columns``), its
+    NOT NULL columns and its defaults as value text (``column -> text``)."""
+
+    key_columns: tuple[str, ...]
+    not_null: AbstractSet[str]
+    defaults: Mapping[str, str]
+
+
 class RelationCache:
     """Latest Relation and Type messages per id, and the ``TableSchema`` derived from them.
 
@@ -350,16 +361,17 @@ class RelationCache:
         self._entries[relation.relation_id] = CachedRelation(relation, schema, names, version)
         return True
 
-    def derive_schema(self, relation: Relation) -> TableSchema:
+    def derive_schema(self, relation: Relation, known: KnownColumns | None = None) -> TableSchema:
         """The schema this cache derives for ``relation`` (with the same type resolutions, key rule,
         NOT NULL and default look-ups as for the stream's Relation messages), without recording it.
 
         For a relation described from the catalog rather than the stream (an incremental snapshot's
         table): the stream's entry for the same id is left as it is, since the log may still hold
-        tuples of the shape it describes (an ``ALTER TABLE`` the stream has not reached yet). Raises
-        what the resolver and the I/O callables raise.
+        tuples of the shape it describes (an ``ALTER TABLE`` the stream has not reached yet). ``known``: what
+        the caller read from the catalog with the columns (key columns, NOT NULL columns, defaults), used instead
+        of the look-ups (no catalog query then but for types). Raises what the resolver and the I/O callables raise.
         """
-        return self._build_schema(relation)
+        return self._build_schema(relation, known)
 
     def get(self, relation_id: int) -> CachedRelation:
         """The relation's current entry; :class:`DecodeError` if no Relation message was seen."""
@@ -425,20 +437,27 @@ class RelationCache:
         base_oid = _BUILTIN_OID_BY_NAME.get(message.name) if message.namespace == "pg_catalog" else None
         return ResolvedType(message.name, base_type_oid=base_oid)
 
-    def _build_schema(self, relation: Relation) -> TableSchema:
+    def _build_schema(self, relation: Relation, known: KnownColumns | None = None) -> TableSchema:
         namespace, table = relation.namespace, relation.name
-        keys = self._key_columns(relation)
-        not_null = None if self._not_null_columns is None else self._not_null_columns(namespace, table)
-        defaults = {} if self._column_defaults is None else self._column_defaults(namespace, table)
+        if known is not None:
+            keys = self._key_columns(relation, known.key_columns)
+            not_null: AbstractSet[str] | None = known.not_null
+            defaults: Mapping[str, str] = known.defaults
+        else:
+            keys = self._key_columns(relation)
+            not_null = None if self._not_null_columns is None else self._not_null_columns(namespace, table)
+            defaults = {} if self._column_defaults is None else self._column_defaults(namespace, table)
         columns = tuple(self._column(c, c.name in keys, not_null, defaults.get(c.name)) for c in relation.columns)
         return TableSchema(TableId(namespace, table), columns, key=keys)
 
-    def _key_columns(self, relation: Relation) -> tuple[str, ...]:
+    def _key_columns(self, relation: Relation, known: tuple[str, ...] | None = None) -> tuple[str, ...]:
         """Key column names in key order (the primary key's), by the three rules in the module
-        docstring."""
-        if self._primary_key_columns is not None:
-            names = {column.name for column in relation.columns}
+        docstring (``known``: the first rule's columns, already read)."""
+        pk = known
+        if pk is None and self._primary_key_columns is not None:
             pk = self._primary_key_columns(relation.namespace, relation.name)
+        if pk is not None:
+            names = {column.name for column in relation.columns}
             present = tuple(name for name in pk if name in names)
             if present:
                 return present

@@ -26,7 +26,7 @@ from signaller.sources.base import TableDescription, TableRows, TableSchemaProvi
 from signaller.sources.postgres.catalog import PostgresTableInfo
 from signaller.sources.postgres.codecs import TypeModes
 from signaller.sources.postgres.reader import Change, RelationPlan, make_plan, modes_of, row_from_tuple
-from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.postgres.relations import KnownColumns, RelationCache
 from signaller.sources.postgres.rendering import PostgresReadRendering, read_rendering
 
 
@@ -110,7 +110,11 @@ class PostgresSchemaProvider(TableSchemaProvider[Change]):
         if not isinstance(table, PostgresTableInfo):
             msg = f"{type(table).__name__} is not a description of a PostgreSQL table (PostgresTableInfo)"
             raise TypeError(msg)
-        schema = self._relations.derive_schema(table.relation)
+        table_id = table.table_id
+        override = self._config.capture.key_columns_for(table_id.schema, table_id.table)
+        known = KnownColumns(tuple(override) if override else table.primary_key, table.not_null,
+                             table.column_defaults)  # read with the columns: no further catalog query
+        schema = self._relations.derive_schema(table.relation, known)
         table_id, captured = schema.table_id, self._config.capture.is_column_captured
         selected = tuple(c.name for c in schema.columns if captured(table_id.schema, table_id.table, c.name))
         return PostgresTableRows(make_plan(schema, selected, self._config.capture, self._modes), self._modes)
