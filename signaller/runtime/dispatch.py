@@ -240,11 +240,7 @@ class EventDispatcher:
             if send(topic, key, value, on_delivery):
                 group.pending += 1
             count += 1
-        self._stats.events += count
-        if self._count_by_table and count:
-            counter = (output.name, _OP_VALUES[Op.READ])
-            self._event_counts[counter] = self._event_counts.get(counter, 0) + count
-        return count
+        return self._counted_reads(output, count)
 
     @property
     def renders_reads(self) -> bool:
@@ -272,7 +268,11 @@ class EventDispatcher:
                                                       snapshot=snapshot)
         group = self._checkpoint.current()
         group.pending += self._sink.send_many(output.topic, records, group.on_delivery)
-        count = len(records)
+        return self._counted_reads(output, len(records))
+
+    def _counted_reads(self, output: _TableOutput, count: int) -> int:
+        """Count ``count`` READs of ``output``'s table sent (the stats, and per table with ``count_by_table``);
+        returns ``count``."""
         self._stats.events += count
         if self._count_by_table and count:
             counter = (output.name, _OP_VALUES[Op.READ])

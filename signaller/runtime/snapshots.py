@@ -92,7 +92,7 @@ meanwhile waits behind in the producer (its batches go out after those READs) an
 window takes in the producer's queue. 10,000 measured a live record's produce→consume p99 of up to 52 ms
 during the bench's snapshots, 2,000 8-19 ms, the snapshot as fast; with READs produced in batches
 (``KafkaSink.send_many``), 1,000 gave the same latencies and 5-10 % more READs/s at chunk 65,536 than 2,000
-(``/work/exp/loaded.py``, four sessions each)."""
+(the bench's loaded sessions, four each), and 500 or 4,000 fewer."""
 
 
 class SnapshotCoordinator:
