@@ -17,11 +17,13 @@ A record ``from_avro`` cannot decode (truncated, another schema) is a dead lette
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from spark_jobs import sequence
 from spark_jobs.avro_schemas import HEADER_BYTES, AvroSchemas, key_fields
+from spark_jobs.coarse_bounds import coarsen
 from spark_jobs.connect_schema import (
     ColumnSpec,
     UnsupportedSchemaError,
@@ -40,6 +42,13 @@ PAYLOAD_DDL = (
 )
 """The envelope members decoding reads; ``source`` holds PostgreSQL's and the binlog connectors' positions."""
 OPS = ("c", "u", "d", "r", "t")
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+def _day(days: int) -> datetime.date:
+    return _EPOCH + datetime.timedelta(days=days)
+
+
 RANGED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING", "DATE")
 """Key column types whose batch range becomes a literal predicate (exact literals, total order)."""
 
@@ -339,7 +348,9 @@ def key_range_aggregates(columns: list[ColumnSpec], keys: list[str]) -> list[Any
 
 def key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[tuple[str, str, str]]:
     """``(column, low literal, high literal)`` per rangeable key column: every event that reaches a
-    MERGE has its key inside these bounds (dedup and tombstones only remove events)."""
+    MERGE has its key inside these bounds (dedup and tombstones only remove events). Integer and
+    date bounds are rounded outward (:func:`spark_jobs.coarse_bounds.coarsen`): the literals then
+    stay the same over many batches, and so does the code Spark generates and compiles for them."""
     types = {c.name: c.target_ddl for c in columns}
     found = stats.asDict()
     out = []
@@ -347,12 +358,14 @@ def key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[t
         low, high = found.get(f"_kmin_{i}"), found.get(f"_kmax_{i}")
         if low is None or high is None:
             continue
-        if types[k] == "STRING":
+        if types[k] == "STRING":  # a string literal is not written into generated code
             out.append((k, sql_string(low), sql_string(high)))
         elif types[k] == "DATE":
-            out.append((k, f"DATE'{low.isoformat()}'", f"DATE'{high.isoformat()}'"))
+            first, last = coarsen((low - _EPOCH).days, (high - _EPOCH).days, "DATE")
+            out.append((k, f"DATE'{_day(first).isoformat()}'", f"DATE'{_day(last).isoformat()}'"))
         else:
-            out.append((k, str(int(low)), str(int(high))))
+            first, last = coarsen(int(low), int(high), types[k])
+            out.append((k, str(first), str(last)))
     return out
 
 

@@ -34,6 +34,13 @@ DEFAULT_CONF: dict[str, str] = {
     # Every MERGE source of the job is a local checkpoint (deterministic, already materialized):
     # Delta's own copy of it ("auto") would only repeat that work.
     "spark.databricks.delta.merge.materializeSource": "none",
+    # Compiled generated code is cached by its source text, 100 classes by default: fewer than one
+    # batch of the job generates (Kafka read, decode, dedup, tombstones, Delta's MERGE and its
+    # snapshot jobs), so every batch compiled them all again, and the JVM then JIT-compiled the
+    # new classes again. Measured on 100,000-change batches into the bench's 1 M-row table (with
+    # spark_jobs.coarse_bounds): compiler threads ~6 s of CPU a batch at the default, under 2 s
+    # with this. A few MB of class metadata.
+    "spark.sql.codegen.cache.maxEntries": "1000",
     # JVM options, measured on 100,000-change batches into the bench's 1 M-row table (driver CPU):
     # Delta's MERGE with the change data feed generates an output projection too large for
     # HotSpot's JIT (HugeMethodLimit, 8,000 bytecodes), which then ran interpreted for every target

@@ -19,9 +19,11 @@ Pure transforms: the Delta writes are ``apply_changes``'s.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.coarse_bounds import coarsen
 from spark_jobs.connect_schema import ColumnSpec, quote
 
 RANGE_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE")
@@ -72,9 +74,12 @@ def stored_key_range(target: Any, columns: list[ColumnSpec], keys: list[str]) ->
     return KeyRange(bounds)
 
 
-def outside(key_range: KeyRange | None) -> Any:
+def outside(key_range: KeyRange | None, types: dict[str, str]) -> Any:
     """True for a row one of whose key columns lies outside the target's range (so its key is not
-    stored); a table without rows in the range's column: every row."""
+    stored); a table without rows in the range's column: every row. ``types``: each key column's
+    type. The range is rounded outward first (:func:`spark_jobs.coarse_bounds.coarsen`), so the
+    test's literals, and the code Spark generates for them, stay the same over many batches; a key
+    in the rounding margin is merely not proven new (the MERGE inserts it)."""
     from pyspark.sql import functions as F
 
     if key_range is None:
@@ -83,21 +88,32 @@ def outside(key_range: KeyRange | None) -> Any:
     for name, have in key_range.bounds.items():
         if have is None:
             return F.lit(True)
-        test = test | (F.col(quote(name)) < F.lit(have[0])) | (F.col(quote(name)) > F.lit(have[1]))
+        low, high = _coarse(have[0], have[1], types[name])
+        test = test | (F.col(quote(name)) < F.lit(low)) | (F.col(quote(name)) > F.lit(high))
     return test
 
 
-def tag(latest: Any, new_table: bool, key_range: KeyRange | None, target_keys: Any | None) -> Any:
+def _coarse(low: Any, high: Any, ddl: str) -> tuple[Any, Any]:
+    if ddl != "DATE":
+        return coarsen(int(low), int(high), ddl)
+    epoch = datetime.date(1970, 1, 1)
+    first, last = coarsen((low - epoch).days, (high - epoch).days, ddl)
+    return epoch + datetime.timedelta(days=first), epoch + datetime.timedelta(days=last)
+
+
+def tag(latest: Any, new_table: bool, key_range: KeyRange | None, target_keys: Any | None,
+        types: dict[str, str] | None = None) -> Any:
     """``latest`` plus ``_dest`` (``append`` or ``merge``, see the module docstring).
 
     ``target_keys``: the target's key columns (restricted to the batch's key range), to probe the
-    batch's reads with; None: reads inside the range go to the MERGE."""
+    batch's reads with; None: reads inside the range go to the MERGE. ``types``: the key columns'
+    types (needed when ``key_range`` is given)."""
     from pyspark.sql import functions as F
 
     upsert = F.col("_cdc_op") != "d"
     if new_table:
         return latest.withColumn("_dest", F.when(upsert, F.lit("append")).otherwise(F.lit("merge")))
-    dest = F.when(upsert & outside(key_range), F.lit("append"))
+    dest = F.when(upsert & outside(key_range, types or {}), F.lit("append"))
     if target_keys is None:
         return latest.withColumn("_dest", F.coalesce(dest, F.lit("merge")))
     keys = list(target_keys.columns)
