@@ -54,7 +54,7 @@ from spark_jobs.avro_schemas import AvroSchemas, Registry
 from spark_jobs.connect_schema import ColumnSpec, UnsupportedSchemaError, reconcile
 from spark_jobs.dead_letters import DeadLetters
 from spark_jobs.decode import BatchError, Group
-from spark_jobs.frame import POSITION, RAW, SchemaCache, SchemaKey, discover, frame, schema_texts
+from spark_jobs.frame import POSITION, RAW, KnownHead, SchemaCache, SchemaKey, discover, frame, schema_texts
 from spark_jobs.job_config import ApplyJobConfig, load_job_config
 from spark_jobs.kafka_source import consumer_options
 from spark_jobs.phases import PhaseClock
@@ -91,6 +91,7 @@ class BatchApplier:
         self.schemas = SchemaCache()
         registry = Registry(cfg.schema_registry_url, cfg.schema_registry_user_info) if cfg.schema_registry_url else None
         self.avro_schemas = AvroSchemas(registry)
+        self._heads: dict[str, KnownHead] = {}  # per topic, insertion order = least recently seen first
         self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
         self._clock: PhaseClock | None = None
 
@@ -135,7 +136,7 @@ class BatchApplier:
     def _framed(self, data: Any, split: bool) -> tuple[Any | None, list[Any]]:
         """The batch framed and cached, and its distinct schemas, each in the schema cache; None
         when a split schema text is not a JSON object (frame again without splitting)."""
-        framed = frame(data, split=split, fmt=self.cfg.format).persist()
+        framed = frame(data, split=split, fmt=self.cfg.format, heads=self._heads if split else None).persist()
         found = discover(framed)
         keys = [SchemaKey(r._split, r._schema_hash, r._avro) for r in found]
         missing = self.schemas.missing(keys)
@@ -145,7 +146,22 @@ class BatchApplier:
         if any(k.split and self.schemas.failed(k) for k in keys):
             framed.unpersist()
             return None, []
+        self._remember_heads(found)
         return framed, found
+
+    def _remember_heads(self, found: list[Any]) -> None:
+        """Per topic, the split schema its newest records carried (see ``frame``'s ``heads``): the
+        next batch frames the records that carry it again with one comparison each. At most
+        :data:`KNOWN_HEADS` topics, the least recently seen forgotten first."""
+        for row in sorted(found, key=lambda r: r.newest):
+            if not row._split or row._avro or row._schema_hash is None:
+                continue
+            text = self.schemas.text(SchemaKey(True, row._schema_hash))
+            if text is not None:
+                self._heads.pop(row.topic, None)
+                self._heads[row.topic] = KnownHead(text, int(row._schema_hash))
+        while len(self._heads) > KNOWN_HEADS:
+            self._heads.pop(next(iter(self._heads)))
 
     # -- one table ------------------------------------------------------------------------
     def _apply_topic(self, spark: Any, framed: Any, raw: Any, topic: str, batch_id: int, found: list[Any]) -> None:
@@ -279,6 +295,10 @@ class BatchApplier:
         with self._phase("dead_letters"):
             self.dead_letters.append(rows.select(*RAW).withColumn("reason", F.lit(reason)), topic, batch_id)
 
+
+KNOWN_HEADS = 64
+"""Topics whose last schema the job remembers for framing (``spark_jobs.frame``'s ``heads``); a
+record of another topic is framed by searching it, as the first batch's records are."""
 
 FOLD_APPENDS_UP_TO = 10_000
 """A stream batch's provably new rows go into the MERGE it needs anyway when at most this many

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,12 +66,19 @@ def _wire_id(column: str) -> Any:
     return F.when(framed, F.expr(f"CAST(conv(hex(substring({column}, 2, 4)), 16, 10) AS BIGINT)"))
 
 
-def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "json") -> Any:
+def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "json",
+          heads: Mapping[str, KnownHead] | None = None) -> Any:
     """``data`` (Kafka rows with a non-null ``value``) framed: ``topic``, ``partition``, ``offset``,
     ``key_str``, ``_wrapped`` (``schema``/``payload`` envelope), ``_split`` (framed by string
     split), ``_avro``, ``_schema_hash`` (null: no schema), ``_payload`` (the payload's JSON text; the
     whole value when not wrapped; null for Avro), ``_body`` and ``_key_id`` (Avro, see the module
     docstring); with ``keep_raw`` also ``key``, ``value`` and ``_schema_text``.
+
+    ``heads`` (split framing, without ``keep_raw``): per topic the schema its records carried last
+    (:class:`KnownHead`). A record that starts with exactly that schema's envelope head is framed
+    by one comparison of its first bytes instead of a search for ``,"payload":`` and a hash of the
+    schema text (most of the record): the same columns, since the head holds no
+    ``,"payload":`` and that text cannot overlap itself. Any other record takes the search.
 
     Lazy: nothing runs until an action; the caller decides what to cache."""
     from pyspark.sql import functions as F
@@ -85,20 +93,28 @@ def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "jso
     envelope = F.from_json(value, "STRUCT<schema: STRING, payload: STRING>")
     parsed_schema, parsed_payload = envelope["schema"], envelope["payload"]
     if split:
-        head = json_only(F.substring_index(value, _PAYLOAD_KEY, 1))  # '{"schema":<schema>'
-        framed = data.select("*", head.alias("_head"))
+        expected = _expected_head(heads if heads and not keep_raw and fmt != "avro" else {})
+        known = F.lit(False) if expected is None else F.coalesce(
+            expected.isNotNull() & value.startswith(expected["prefix"]) & value.endswith("}"), F.lit(False))
+        framed = data.select("*", known.alias("_known"))
+        head = json_only(F.when(~F.col("_known"), F.substring_index(value, _PAYLOAD_KEY, 1)))  # '{"schema":<schema>'
+        framed = framed.select("*", head.alias("_head"))
         head = F.col("_head")
+        head_length = F.octet_length(head) if expected is None else F.when(
+            F.col("_known"), F.octet_length(expected["prefix"]) - len(_PAYLOAD_KEY)).otherwise(F.octet_length(head))
         compact = value.startswith(_SCHEMA_PREFIX) & value.endswith("}")
-        framed = framed.select("*", (compact & (F.octet_length(head) < F.octet_length("value"))).alias("_split"))
+        framed = framed.select("*", head_length.alias("_head_length"), (F.col("_known") | (
+            compact & (F.octet_length(head) < F.octet_length("value")))).alias("_split"))
         skip = len(_PAYLOAD_KEY) + 1
         tail = F.expr(  # the bytes after ',"payload":', without the closing brace
-            f"CAST(substring(value, octet_length(_head) + {skip}, octet_length(value) - octet_length(_head) - {skip})"
-            " AS STRING)")
+            f"CAST(substring(value, _head_length + {skip}, octet_length(value) - _head_length - {skip}) AS STRING)")
         split_schema = F.substring(head, len(_SCHEMA_PREFIX) + 1, 1 << 30)
-        no_schema = head == _SCHEMA_PREFIX + "null"
+        no_schema = ~F.col("_known") & (head == _SCHEMA_PREFIX + "null")
         schema_text = F.when(F.col("_split"), F.when(~no_schema, split_schema)).otherwise(parsed_schema)
         payload = F.when(F.col("_split"), F.when(tail != "null", tail)).otherwise(parsed_payload)
-        schema_hash = F.when(F.col("_split"), F.when(~no_schema, F.xxhash64(head))).otherwise(
+        hashed = F.xxhash64(head) if expected is None else F.when(F.col("_known"), expected["hash"]).otherwise(
+            F.xxhash64(head))
+        schema_hash = F.when(F.col("_split"), F.when(~no_schema, hashed)).otherwise(
             F.when(parsed_schema.isNotNull(), F.xxhash64(parsed_schema)))
     else:
         framed = data.select("*", F.lit(False).alias("_split"))
@@ -115,6 +131,31 @@ def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "jso
         F.when(is_avro, F.col("value")).alias("_body"),
         (F.lit(None).cast("bigint") if fmt == "json" else F.when(is_avro, _wire_id("key"))).alias("_key_id"),
     )
+
+
+@dataclass(frozen=True)
+class KnownHead:
+    """A JSON schema a topic's records carried (split framing): its text and its hash as
+    :func:`frame` computes it (``xxhash64`` of ``{"schema":<text>``)."""
+
+    text: str
+    schema_hash: int
+
+
+def _expected_head(heads: Mapping[str, KnownHead]) -> Any | None:
+    """Per record, ``{prefix, hash}`` of its topic's known head (null: none), or None without heads.
+    One map literal: Spark passes it to the generated code by reference, so the code is the same
+    whatever the schemas are."""
+    from pyspark.sql import functions as F
+
+    if not heads:
+        return None
+    entries = []
+    for topic, head in sorted(heads.items()):
+        prefix = _SCHEMA_PREFIX + head.text + _PAYLOAD_KEY
+        value = F.struct(F.lit(prefix).alias("prefix"), F.lit(head.schema_hash).cast("bigint").alias("hash"))
+        entries += [F.lit(topic), value]
+    return F.try_element_at(F.create_map(*entries), F.col("topic"))
 
 
 def discover(framed: Any) -> list[Any]:
@@ -157,6 +198,7 @@ class SchemaCache:
 
     def __init__(self, capacity: int = 1024) -> None:
         self._entries: OrderedDict[SchemaKey, dict[str, Any] | str] = OrderedDict()
+        self._texts: dict[SchemaKey, str] = {}  # of the JSON-object schemas held
         self._capacity = capacity
 
     def missing(self, keys: list[SchemaKey]) -> list[SchemaKey]:
@@ -174,9 +216,16 @@ class SchemaCache:
             entry = str(exc)
         self._entries[key] = entry
         self._entries.move_to_end(key)
+        if isinstance(entry, dict):
+            self._texts[key] = text
         while len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+            dropped, _ = self._entries.popitem(last=False)
+            self._texts.pop(dropped, None)
         return isinstance(entry, dict)
+
+    def text(self, key: SchemaKey) -> str | None:
+        """The text of ``key``'s schema, if held and a JSON object."""
+        return self._texts.get(key)
 
     def failed(self, key: SchemaKey) -> bool:
         """Whether ``key``'s text was held and is not a JSON object."""

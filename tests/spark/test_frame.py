@@ -135,3 +135,28 @@ def test_avro_records_are_framed_by_their_schema_id(spark: Any) -> None:
     assert (strict[0]._schema_hash, strict[1]._schema_hash, strict[2]._schema_hash) == (None, 298, None)
     found = {(r._avro, r._schema_hash): r.key_id for r in fr.discover(fr.frame(data, fmt="auto"))}
     assert found[True, 298] == 7
+
+
+def test_known_heads_frame_as_the_search_does(spark: Any) -> None:
+    """A record carrying its topic's known schema is framed by comparing its first bytes; every
+    column equals the search's, for every envelope form, on the known topic and on others. A
+    head whose hash is wrong shows: the known path is taken, and only for the known schema."""
+    values = records()
+    other = {**SCHEMA, "name": "t.Other"}
+    values.append(compact({"schema": other, "payload": {"op": "c", "after": {"id": 3, "payload": None}}}))
+    rows = [(topic, 0, i, b"k", v.encode()) for topic in ("t", "u") for i, v in enumerate(values)]
+    data = spark.createDataFrame(rows, "topic STRING, partition INT, offset LONG, key BINARY, value BINARY")
+    searched = {(r.topic, r.offset): r.asDict() for r in fr.frame(data).collect()}
+    known_hash = searched[("t", 0)]["_schema_hash"]
+    assert known_hash is not None
+    heads = {"t": fr.KnownHead(compact(SCHEMA), known_hash)}
+    compared = {(r.topic, r.offset): r.asDict() for r in fr.frame(data, heads=heads).collect()}
+    assert compared == searched
+    # The same with a deliberately wrong hash: exactly the records that carry the known schema on
+    # topic "t" (offsets 0, 2 and 6) take it, so the known path is the one that ran for them.
+    wrong = {(r.topic, r.offset): r._schema_hash
+             for r in fr.frame(data, heads={"t": fr.KnownHead(compact(SCHEMA), 12345)}).collect()}
+    carried = [("t", 0), ("t", 2), ("t", 6)]
+    assert sorted(k for k, h in wrong.items() if h == 12345) == carried
+    assert {k: h for k, h in wrong.items() if h != 12345} == {
+        k: r["_schema_hash"] for k, r in searched.items() if k not in carried}
