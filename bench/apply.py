@@ -101,14 +101,14 @@ class ApplyOptions:
 
 
 PHASE_NOTES = {
-    "read": "a large batch: Kafka read, envelope JSON parse, schema discovery (one job)",
+    "read": "a large batch: Kafka read, framing (schema hash, payload text), schema discovery, cached",
     "schema": "a large batch: table state, the batch's schemas, reconciliation (driver)",
     "decode": "a large batch: payload and row JSON parse, type conversions, decimal UDFs, the batch's counts",
     "dead_letters": "a large batch: writing dead letters",
     "ddl": "a large batch: CREATE/ALTER TABLE when the schema changed",
     "order_dedup": "a large batch: newest event per key (window), minus events older than a kept tombstone, "
                    "split by shape (append / merge), materialized, counted",
-    "tombstones": "a large batch: the tombstone table's MERGE",
+    "tombstones": "a large batch: the append of the batch's deletes to the tombstone table",
     "append": "a large batch: the plain Delta append of the rows whose keys are provably new",
     "merge": "a large batch: the target table's MERGE of the other rows, all of it",
     "tombstone_gc": "a large batch: removing expired tombstones",
