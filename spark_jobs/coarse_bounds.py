@@ -19,6 +19,9 @@ line. Pure functions.
 
 from __future__ import annotations
 
+import datetime
+from typing import Any
+
 WIDTH_BITS = 4
 """``step`` ≤ width / 8: the range grows by less than a quarter of its width."""
 MAGNITUDE_BITS = 8
@@ -46,3 +49,14 @@ def coarsen(low: int, high: int, ddl: str) -> tuple[int, int]:
     bits = max(0, (high - low).bit_length() - WIDTH_BITS, magnitude.bit_length() - MAGNITUDE_BITS)
     step = 1 << bits
     return max((low // step) * step, floor), min((high // step + 1) * step - 1, ceiling)
+
+
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+def coarsen_values(low: Any, high: Any, ddl: str) -> tuple[Any, Any]:
+    """:func:`coarsen` for a key column's own values: ``datetime.date`` for ``DATE``, else ints."""
+    if ddl != "DATE":
+        return coarsen(int(low), int(high), ddl)
+    first, last = coarsen((low - _EPOCH).days, (high - _EPOCH).days, ddl)
+    return _EPOCH + datetime.timedelta(days=first), _EPOCH + datetime.timedelta(days=last)

@@ -17,13 +17,12 @@ A record ``from_avro`` cannot decode (truncated, another schema) is a dead lette
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from spark_jobs import sequence
 from spark_jobs.avro_schemas import HEADER_BYTES, AvroSchemas, key_fields
-from spark_jobs.coarse_bounds import coarsen
+from spark_jobs.coarse_bounds import coarsen_values
 from spark_jobs.connect_schema import (
     ColumnSpec,
     UnsupportedSchemaError,
@@ -42,13 +41,6 @@ PAYLOAD_DDL = (
 )
 """The envelope members decoding reads; ``source`` holds PostgreSQL's and the binlog connectors' positions."""
 OPS = ("c", "u", "d", "r", "t")
-_EPOCH = datetime.date(1970, 1, 1)
-
-
-def _day(days: int) -> datetime.date:
-    return _EPOCH + datetime.timedelta(days=days)
-
-
 RANGED_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "STRING", "DATE")
 """Key column types whose batch range becomes a literal predicate (exact literals, total order)."""
 
@@ -361,10 +353,10 @@ def key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[t
         if types[k] == "STRING":  # a string literal is not written into generated code
             out.append((k, sql_string(low), sql_string(high)))
         elif types[k] == "DATE":
-            first, last = coarsen((low - _EPOCH).days, (high - _EPOCH).days, "DATE")
-            out.append((k, f"DATE'{_day(first).isoformat()}'", f"DATE'{_day(last).isoformat()}'"))
+            first, last = coarsen_values(low, high, "DATE")
+            out.append((k, f"DATE'{first.isoformat()}'", f"DATE'{last.isoformat()}'"))
         else:
-            first, last = coarsen(int(low), int(high), types[k])
+            first, last = coarsen_values(low, high, types[k])
             out.append((k, str(first), str(last)))
     return out
 

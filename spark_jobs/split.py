@@ -19,11 +19,10 @@ Pure transforms: the Delta writes are ``apply_changes``'s.
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs.coarse_bounds import coarsen
+from spark_jobs.coarse_bounds import coarsen_values
 from spark_jobs.connect_schema import ColumnSpec, quote
 
 RANGE_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE")
@@ -88,17 +87,9 @@ def outside(key_range: KeyRange | None, types: dict[str, str]) -> Any:
     for name, have in key_range.bounds.items():
         if have is None:
             return F.lit(True)
-        low, high = _coarse(have[0], have[1], types[name])
+        low, high = coarsen_values(have[0], have[1], types[name])
         test = test | (F.col(quote(name)) < F.lit(low)) | (F.col(quote(name)) > F.lit(high))
     return test
-
-
-def _coarse(low: Any, high: Any, ddl: str) -> tuple[Any, Any]:
-    if ddl != "DATE":
-        return coarsen(int(low), int(high), ddl)
-    epoch = datetime.date(1970, 1, 1)
-    first, last = coarsen((low - epoch).days, (high - epoch).days, ddl)
-    return epoch + datetime.timedelta(days=first), epoch + datetime.timedelta(days=last)
 
 
 def tag(latest: Any, new_table: bool, key_range: KeyRange | None, target_keys: Any | None,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 import random
 
 import pytest
 
-from spark_jobs.coarse_bounds import LIMITS, coarsen
+from spark_jobs.coarse_bounds import LIMITS, coarsen, coarsen_values
 
 
 def test_the_bench_batches_share_their_bounds() -> None:
@@ -53,3 +54,13 @@ def test_extreme_and_negative_values() -> None:
 def test_an_empty_range_is_refused() -> None:
     with pytest.raises(ValueError, match="empty range: 9 > 3"):
         coarsen(9, 3, "INT")
+
+
+def test_dates_are_coarsened_as_days() -> None:
+    low, high = coarsen_values(datetime.date(2026, 3, 1), datetime.date(2026, 11, 24), "DATE")
+    assert low <= datetime.date(2026, 3, 1) and high >= datetime.date(2026, 11, 24)
+    assert (high - low).days < 400
+    assert coarsen_values(datetime.date(2026, 3, 2), datetime.date(2026, 11, 20), "DATE") == (low, high)
+    assert coarsen_values(datetime.date(1, 1, 1), datetime.date(9999, 12, 31), "DATE") == (
+        datetime.date(1, 1, 1), datetime.date(9999, 12, 31))
+    assert coarsen_values(7, 7.0, "INT") == (7, 7)
