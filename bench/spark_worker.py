@@ -87,7 +87,7 @@ def _commits_since(log: Path, version: int) -> list[dict[str, Any]]:
             actions = [json.loads(line) for line in (log / f"{number:020d}.json").read_text().splitlines() if line]
         except (OSError, ValueError):
             continue
-        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         out.append({"version": number, "operation": info.get("operation"),
                     "metrics": info.get("operationMetrics", {}),
                     "checkpoint": (log / f"{number:020d}.checkpoint.parquet").exists()})
