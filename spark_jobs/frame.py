@@ -93,10 +93,12 @@ def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "jso
     envelope = F.from_json(value, "STRUCT<schema: STRING, payload: STRING>")
     parsed_schema, parsed_payload = envelope["schema"], envelope["payload"]
     if split:
-        expected = _expected_head(heads if heads and not keep_raw and fmt != "avro" else {})
+        lookup = _expected_head(heads if heads and not keep_raw and fmt != "avro" else {})
+        framed = data if lookup is None else data.select("*", lookup.alias("_expected"))  # one look-up a record
+        expected = None if lookup is None else F.col("_expected")
         known = F.lit(False) if expected is None else F.coalesce(
             expected.isNotNull() & value.startswith(expected["prefix"]) & value.endswith("}"), F.lit(False))
-        framed = data.select("*", known.alias("_known"))
+        framed = framed.select("*", known.alias("_known"))
         head = json_only(F.when(~F.col("_known"), F.substring_index(value, _PAYLOAD_KEY, 1)))  # '{"schema":<schema>'
         framed = framed.select("*", head.alias("_head"))
         head = F.col("_head")
