@@ -63,6 +63,7 @@ from signaller.errors import SignalError, SinkError, is_transient
 from signaller.model import ChangeEvent, Op, TableId
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.runtime.dispatch import DispatchedChange, EventDispatcher
+from signaller.runtime.snapshot_pace import PaceKeeper
 from signaller.signals.channels import HttpSignalChannel, SignalChannelReader, SignalTableChannel
 from signaller.signals.model import ExecuteSnapshot, Signal, SignalOutcome, WindowMarker
 from signaller.signals.values import unexpected_reason
@@ -86,13 +87,6 @@ snapshot as fast."""
 READ_WAIT_S = 0.002
 """How long the loop waits for the log while a chunk read is in flight (or a read-only window waits for
 the log to pass its high watermark) before looking at the read again."""
-MAX_QUEUED_RECORDS = 1_000
-"""No READ is emitted while the producer holds this many records: bounds what a live change produced
-meanwhile waits behind in the producer (its batches go out after those READs) and the memory a large
-window takes in the producer's queue. 10,000 measured a live record's produce→consume p99 of up to 52 ms
-during the bench's snapshots, 2,000 8-19 ms, the snapshot as fast; with READs produced in batches
-(``KafkaSink.send_many``), 1,000 gave the same latencies and 5-10 % more READs/s at chunk 65,536 than 2,000
-(the bench's loaded sessions, four each), and 500 or 4,000 fewer."""
 
 
 class SnapshotCoordinator:
@@ -132,6 +126,8 @@ class SnapshotCoordinator:
         self._next_channel_poll = 0.0
         self._last_end_lsn = 0
         self._in_tx = False
+        self._stream_changes = 0  # captured changes streamed so far: the pace follows whether it grows
+        self._pace = PaceKeeper()
         self._log_notifications = "log" in {c.value for c in config.notifications.enabled_channels}
         self._table_channel = SignalTableChannel(
             self._signal_table, enabled="source" in {c.value for c in config.snapshot.signal_enabled_channels},
@@ -209,6 +205,7 @@ class SnapshotCoordinator:
         if self._signal_table is not None and change.table == self._signal_table:
             self._on_signal_row(change)
             return
+        self._stream_changes += 1
         self.engine.on_stream_change(change)
 
     def on_message(self, message: SourceMessage, last_commit_lsn: int | None) -> None:
@@ -283,14 +280,17 @@ class SnapshotCoordinator:
     def _emit_slices(self) -> None:
         """For at most ``SLICE_SECONDS`` (the stream's next batch comes first then): take the chunk's next slice
         when the worker fetched it (``poll_reads`` starts the one after), and emit the closed window's READs, none
-        while the producer's queue is full (waiting a moment for deliveries instead)."""
+        while the producer holds the pace's ``queued_records`` (waiting a moment for deliveries instead). The pace
+        (``snapshot_pace``) is chosen anew each time: gentle while the stream carries changes."""
         dispatcher, engine = self._dispatcher, self.engine
+        pace = self._pace.pace(self._stream_changes)
+        engine.fetch_pace, queue_limit = pace.fetch, pace.queued_records
         deadline = time.monotonic() + SLICE_SECONDS
         with self._adhoc_group():
             while True:
                 if engine.reading or engine.fetching:
                     engine.poll_reads()
-                if engine.emitting and dispatcher.queued < MAX_QUEUED_RECORDS:
+                if engine.emitting and dispatcher.queued < queue_limit:
                     engine.emit_pending(SLICE_ROWS)
                 elif engine.emitting:
                     dispatcher.serve_deliveries(0.002)

