@@ -70,6 +70,8 @@ def comparisons(document: dict[str, Any]) -> list[Comparison]:
                    "streaming.debezium_startup_to_first_record_s", None, False),
         Comparison("snapshot: whole table, chunk 1024, rows/s", "snapshot.rows_per_s", "snapshot.debezium_rows_per_s",
                    "snapshot.vs_debezium", True),
+        Comparison("snapshot: best chunk size (ours) vs Debezium's whole table at its default, rows/s",
+                   "snapshot.best_rows_per_s", "snapshot.debezium_rows_per_s", "snapshot.best_vs_debezium", True),
         Comparison("snapshot: rows/s ÷ COPY rows/s", "snapshot.vs_copy", "snapshot.debezium_vs_copy", None, True),
         Comparison(f"snapshot: live p50, no snapshot ({live:,}/s)", "snapshot.live_p50_ms_idle",
                    "snapshot.debezium_live_p50_ms_idle", None, False),

@@ -418,6 +418,9 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
                      f"writer at {options.live_rate:,}/s"), "chunk_size": dbz_chunk},
             "vs_debezium": summarize(per_run_ratio([r["full"] for r in idle], full), "ratio", digits=2,
                                      note="rows_per_s / debezium_rows_per_s, per run (> 1: the sidecar is faster)"),
+            "best_vs_debezium": summarize(per_run_ratio([r["ranges"][best] for r in idle], full), "ratio", digits=2,
+                                          note="best_rows_per_s / debezium_rows_per_s, per run "
+                                               "(> 1: the sidecar is faster)"),
             "debezium_vs_copy": summarize(per_run_ratio(full, [r["copy"] for r in idle]), "ratio", digits=4,
                                           note="debezium_rows_per_s / copy_rows_per_s, per run"),
             "debezium_live_p50_ms_idle": summarize([r["idle"]["p50_ms"] for r in theirs], "ms", digits=2),
