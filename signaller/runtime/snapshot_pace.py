@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from signaller.snapshot.engine import DEFAULT_FETCH_PACE
 from signaller.snapshot.reading import FetchPace
 
 
@@ -43,8 +44,8 @@ class SnapshotPace:
     queued_records: int
 
 
-SHARED = SnapshotPace(FetchPace(rows=1024, ahead=2048), queued_records=1_000)
-"""While the stream carries changes."""
+SHARED = SnapshotPace(DEFAULT_FETCH_PACE, queued_records=1_000)
+"""While the stream carries changes (the engine's own default fetch pace)."""
 QUIET = SnapshotPace(FetchPace(rows=4096, ahead=8192), queued_records=4_000)
 """While it has carried none for :data:`QUIET_AFTER_S`."""
 QUIET_AFTER_S = 1.0
