@@ -352,12 +352,12 @@ def key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[t
             continue
         if types[k] == "STRING":  # a string literal is not written into generated code
             out.append((k, sql_string(low), sql_string(high)))
-        elif types[k] == "DATE":
-            first, last = coarsen_values(low, high, "DATE")
-            out.append((k, f"DATE'{first.isoformat()}'", f"DATE'{last.isoformat()}'"))
         else:
             first, last = coarsen_values(low, high, types[k])
-            out.append((k, str(first), str(last)))
+            if types[k] == "DATE":
+                out.append((k, f"DATE'{first.isoformat()}'", f"DATE'{last.isoformat()}'"))
+            else:
+                out.append((k, str(first), str(last)))
     return out
 
 
