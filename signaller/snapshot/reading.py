@@ -183,8 +183,8 @@ class RestSlice:
     ``error``."""
 
     rows: list[RawRow]
+    asked: int
     error: ChunkQueryError | SourceError | None = None
-    asked: int = 0
 
 
 def read_window(chunks: ChunkReader, request: ChunkRequest) -> ChunkResult:
@@ -250,6 +250,6 @@ def _select(chunks: ChunkReader, table: ChunkTable, request: ChunkRequest) -> Ch
 def fetch_rest(rest: ChunkRest, count: int) -> RestSlice:
     """The next ``count`` rows at most of a streamed chunk; its failure is the slice's ``error``."""
     try:
-        return RestSlice(rest.fetch(count), asked=count)
+        return RestSlice(rest.fetch(count), count)
     except (ChunkQueryError, SourceError) as exc:
-        return RestSlice([], exc, asked=count)
+        return RestSlice([], count, exc)
