@@ -33,6 +33,7 @@ from spark_jobs.connect_schema import (
     row_columns,
 )
 from spark_jobs.frame import POSITION, SchemaCache, SchemaKey
+from spark_jobs.json_parse import parse_json
 from spark_jobs.sqltext import sql_string
 
 PAYLOAD_DDL = (
@@ -137,7 +138,7 @@ def schemaless_columns(spark: Any, framed: Any, wrapped: bool, split: bool, stat
 
     stored = list(state.columns) if state and state.columns else []
     known = {c.name for c in stored}
-    payload = F.from_json("_payload", PAYLOAD_DDL)
+    payload = parse_json("_payload", PAYLOAD_DDL)
     texts = (
         framed.where((F.col("_wrapped") == wrapped) & (F.col("_split") == split) & F.col("_schema_hash").isNull())
         .where(payload["op"].isin(*OPS))  # only change events describe the row
@@ -188,7 +189,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         rows = rows.select("*", _from_avro(group).alias("_envelope"))
     else:
         row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
-        payload = F.from_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
+        payload = parse_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
                                                               f"before: {row_ddl}, after: {row_ddl}"))
         rows = group_rows(framed, group)
     op = payload["op"]
@@ -295,7 +296,7 @@ def _row_text_of(name: str) -> Any:
     """The JSON text of column ``name`` in the record's row image (null: absent or JSON null)."""
     from pyspark.sql import functions as F
 
-    texts = F.from_json("_payload", PAYLOAD_DDL)
+    texts = parse_json("_payload", PAYLOAD_DDL)
     image = F.when(F.col("_cdc_op") == "d", texts["before"]).otherwise(texts["after"])
     return F.from_json(image, "MAP<STRING, STRING>")[name]
 

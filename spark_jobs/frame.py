@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.json_parse import parse_json
+
 RAW = ("topic", "partition", "offset", "key", "value")
 """The Kafka record as the dead-letter table stores it."""
 POSITION = ("topic", "partition", "offset")
@@ -90,7 +92,7 @@ def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "jso
     avro = F.lit(False) if fmt == "json" else F.lit(True) if fmt == "avro" else value_id.isNotNull()
     json_only = (lambda c: c) if fmt == "json" else (lambda c: F.when(~avro, c))
     value = F.col("value").cast("string")
-    envelope = F.from_json(value, "STRUCT<schema: STRING, payload: STRING>")
+    envelope = parse_json(value, "STRUCT<schema: STRING, payload: STRING>")
     parsed_schema, parsed_payload = envelope["schema"], envelope["payload"]
     if split:
         lookup = _expected_head(heads if heads and not keep_raw and fmt != "avro" else {})
