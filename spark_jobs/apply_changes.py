@@ -51,6 +51,7 @@ from typing import Any
 
 from spark_jobs import decode, sequence
 from spark_jobs.avro_schemas import AvroSchemas, Registry
+from spark_jobs.batch_cache import BatchCache
 from spark_jobs.connect_schema import ColumnSpec, UnsupportedSchemaError, reconcile
 from spark_jobs.dead_letters import DeadLetters
 from spark_jobs.decode import BatchError, Group
@@ -87,6 +88,7 @@ class BatchApplier:
         self.stats: dict[str, int] = {"batches": 0, "events": 0, "dead_letters": 0}
         self.tables = DeltaTables(cfg)
         self.writer = DeltaWriter(cfg, self._phase)
+        self.cache = BatchCache()  # what a batch checkpoints and caches, released when it ends
         self.dead_letters = DeadLetters(cfg)
         self.schemas = SchemaCache()
         registry = Registry(cfg.schema_registry_url, cfg.schema_registry_user_info) if cfg.schema_registry_url else None
@@ -110,7 +112,6 @@ class BatchApplier:
 
         clock = self._clock = PhaseClock(batch_df.sparkSession, batch_id)
         data = batch_df.where(F.col("value").isNotNull()).select(*RAW)
-        framed = None
         try:
             with self._phase("read"):
                 framed, found = self._framed(data, split=True)
@@ -127,8 +128,7 @@ class BatchApplier:
                                   rows)
             self.stats["batches"] += 1
         finally:
-            if framed is not None:
-                framed.unpersist()
+            self.cache.release()
             self.stats["dead_letters"] = self.dead_letters.count
             clock.finish()
             self.last_clock, self._clock = clock, None
@@ -136,7 +136,8 @@ class BatchApplier:
     def _framed(self, data: Any, split: bool) -> tuple[Any | None, list[Any]]:
         """The batch framed and cached, and its distinct schemas, each in the schema cache; None
         when a split schema text is not a JSON object (frame again without splitting)."""
-        framed = frame(data, split=split, fmt=self.cfg.format, heads=self._heads if split else None).persist()
+        framed = self.cache.persist(frame(data, split=split, fmt=self.cfg.format,
+                                          heads=self._heads if split else None))
         found = discover(framed)
         keys = [SchemaKey(r._split, r._schema_hash, r._avro) for r in found]
         missing = self.schemas.missing(keys)
@@ -144,7 +145,7 @@ class BatchApplier:
             for key, text in schema_texts(data, missing, split, self.cfg.format).items():
                 self.schemas.add(key, text)
         if any(k.split and self.schemas.failed(k) for k in keys):
-            framed.unpersist()
+            self.cache.drop(framed)
             return None, []
         self._remember_heads(found)
         return framed, found
@@ -201,7 +202,7 @@ class BatchApplier:
         events = parts[0]
         for part in parts[1:]:
             events = events.unionByName(part)
-        events = events.localCheckpoint(eager=False)  # row blocks: cheaper to build than a columnar cache
+        events = self.cache.checkpoint(events, eager=False)  # row blocks: cheaper to build than a columnar cache
         with self._phase("decode"):
             stats = decode.batch_stats(events, rec.columns, keys)
         if stats.bad:  # the raw records come from the batch, not through the decoded events
@@ -251,7 +252,7 @@ class BatchApplier:
             # below change; both the append and the MERGE read it.
             with self._phase("order_dedup"):
                 tagged = writer.tag(spark, latest, columns, keys, path, state, stats, bounds)
-                tagged = tagged.localCheckpoint(eager=True)
+                tagged = self.cache.checkpoint(tagged, eager=True)
                 counts = tagged.agg(
                     F.count(F.when(F.col("_dest") == "append", 1)).alias("append"),
                     F.count(F.when(F.col("_dest") == "merge", 1)).alias("merge"),

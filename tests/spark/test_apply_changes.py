@@ -114,6 +114,7 @@ class Scenario:
     items_version: int
     replay_version: int
     replay_rows: dict[int, tuple[Any, ...]]
+    left_cached: list[str] = dataclasses.field(default_factory=list)  # RDDs the replayed batch left cached
 
     def path(self, table: str) -> str:
         return str(self.root / "delta" / "public" / table)
@@ -260,9 +261,12 @@ def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPath
     last_batch = max(int(p.name) for p in (root / "checkpoint" / "commits").iterdir() if p.name.isdigit())
     batch = (spark.read.format("kafka").option("kafka.bootstrap.servers", stack.bootstrap_servers)
              .option("subscribe", items.topic).option("startingOffsets", "earliest").load())
+    cached_before = {i.id() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
     BatchApplier(cfg)(batch, last_batch)  # every write of a batch already applied is skipped
+    left_cached = [i.name() for i in spark.sparkContext._jsc.sc().getRDDStorageInfo()
+                   if i.id() not in cached_before and not i.name().startswith("Delta Table State")]
     replayed = _version(spark, items_path)
-    scenario = Scenario(spark, cfg, root, prefix, items, produced, dead, version, replayed, {})
+    scenario = Scenario(spark, cfg, root, prefix, items, produced, dead, version, replayed, {}, left_cached)
     scenario.replay_rows = scenario.rows("items", "name", "qty", "note", "codes")
     yield scenario
 
@@ -359,6 +363,12 @@ def test_replayed_batches_are_no_ops(scenario: Scenario) -> None:
     (see the change data feed test)."""
     assert scenario.replay_version == scenario.items_version, "a batch replayed with the same app id wrote again"
     assert scenario.replay_rows == ITEMS_FINAL
+
+
+def test_a_batch_releases_what_it_cached(scenario: Scenario) -> None:
+    """The replayed batch framed, decoded and tagged its records (cached and checkpointed); none of
+    that is held once it returns (``spark_jobs.batch_cache``); Delta's own state caches aside."""
+    assert scenario.left_cached == []
 
 
 def test_change_data_feed_and_catalog_names(scenario: Scenario) -> None:
