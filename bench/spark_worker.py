@@ -122,8 +122,7 @@ class Worker:
                               subscribe=command["topic"], **extra)
 
     def _read(self, command: dict[str, Any], start: int, end: int) -> Any:
-        from spark_jobs.apply_changes import min_partitions
-        from spark_jobs.kafka_source import consumer_options
+        from spark_jobs.kafka_source import consumer_options, min_partitions
 
         topic = command["topic"]
         return (

@@ -49,16 +49,27 @@ import sys
 import time
 from typing import Any
 
-from spark_jobs import decode, sequence
+from spark_jobs import decode, sequence, steady
 from spark_jobs.avro_schemas import AvroSchemas, Registry
 from spark_jobs.batch_cache import BatchCache
-from spark_jobs.connect_schema import ColumnSpec, UnsupportedSchemaError, reconcile
+from spark_jobs.connect_schema import ColumnSpec, Reconciled, UnsupportedSchemaError, reconcile
 from spark_jobs.dead_letters import DeadLetters
 from spark_jobs.decode import BatchError, Group
-from spark_jobs.frame import POSITION, RAW, KnownHead, SchemaCache, SchemaKey, discover, frame, schema_texts
+from spark_jobs.frame import (
+    POSITION,
+    RAW,
+    KnownHead,
+    SchemaCache,
+    SchemaKey,
+    discover,
+    frame,
+    remember_heads,
+    schema_texts,
+)
 from spark_jobs.job_config import ApplyJobConfig, load_job_config
-from spark_jobs.kafka_source import consumer_options
+from spark_jobs.kafka_source import change_stream, min_partitions
 from spark_jobs.phases import PhaseClock
+from spark_jobs.split import fold_appends
 from spark_jobs.sqltext import sql_string
 from spark_jobs.tables import (
     META_DDL,
@@ -94,6 +105,7 @@ class BatchApplier:
         registry = Registry(cfg.schema_registry_url, cfg.schema_registry_user_info) if cfg.schema_registry_url else None
         self.avro_schemas = AvroSchemas(registry)
         self._heads: dict[str, KnownHead] = {}  # per topic, insertion order = least recently seen first
+        self._steady: str | None = None  # the topic the next batch is decoded in one pass for (spark_jobs.steady)
         self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
         self._clock: PhaseClock | None = None
 
@@ -113,25 +125,59 @@ class BatchApplier:
         clock = self._clock = PhaseClock(batch_df.sparkSession, batch_id)
         data = batch_df.where(F.col("value").isNotNull()).select(*RAW)
         try:
-            with self._phase("read"):
-                framed, found = self._framed(data, split=True)
-                if framed is None:  # a split that was wrong for this batch (see spark_jobs.frame)
-                    framed, found = self._framed(data, split=False)
-            assert framed is not None
-            by_topic: dict[str, list[Any]] = {}
-            for row in found:
-                by_topic.setdefault(row.topic, []).append(row)
-            for topic in sorted(by_topic):
-                rows = sorted(by_topic[topic], key=lambda r: r.newest)
-                where = F.col("topic") == topic
-                self._apply_topic(batch_df.sparkSession, framed.where(where), data.where(where), topic, batch_id,
-                                  rows)
+            if not self._apply_steady(batch_df.sparkSession, data, batch_id):
+                self._apply_batch(batch_df.sparkSession, data, batch_id)
             self.stats["batches"] += 1
         finally:
             self.cache.release()
             self.stats["dead_letters"] = self.dead_letters.count
             clock.finish()
             self.last_clock, self._clock = clock, None
+
+    def _apply_batch(self, spark: Any, data: Any, batch_id: int) -> None:
+        """The general road: frame and cache the batch, find its schemas, then each topic."""
+        from pyspark.sql import functions as F
+
+        with self._phase("read"):
+            framed, found = self._framed(data, split=True)
+            if framed is None:  # a split that was wrong for this batch (see spark_jobs.frame)
+                framed, found = self._framed(data, split=False)
+        assert framed is not None
+        self._steady = steady.steady_topic(found)
+        by_topic: dict[str, list[Any]] = {}
+        for row in found:
+            by_topic.setdefault(row.topic, []).append(row)
+        for topic in sorted(by_topic):
+            rows = sorted(by_topic[topic], key=lambda r: r.newest)
+            where = F.col("topic") == topic
+            self._apply_topic(spark, framed.where(where), data.where(where), topic, batch_id, rows)
+
+    def _apply_steady(self, spark: Any, data: Any, batch_id: int) -> bool:
+        """The batch in one pass with the previous batch's only schema (``spark_jobs.steady``); False
+        (nothing written, the pass released) when the batch does not fit it."""
+        topic, self._steady = self._steady, None
+        head = self._heads.get(topic) if topic else None
+        if topic is None or head is None:
+            return False
+        started = time.monotonic()
+        path = table_path(self.cfg, topic)[1]
+        with self._phase("schema"):
+            state = self.tables.state(spark, path)
+            planned = steady.plan(head, self.schemas, state)
+        if state is None or planned is None:
+            return False
+        group, rec = planned
+        events = self.cache.persist(steady.events(data, topic, head, group, rec, state.keys, self.cfg.format))
+        with self._phase("decode"):
+            stats = decode.batch_stats(events, rec.columns, state.keys, every=True)
+        if not steady.confirmed(stats, state.keys):
+            self.cache.release()
+            return False
+        self._steady = topic
+        if stats.n:
+            self._apply_decoded(spark, data, topic, batch_id, events.drop("_in_group", "key_str"), stats, rec,
+                                list(state.keys), state, [], started)
+        return True
 
     def _framed(self, data: Any, split: bool) -> tuple[Any | None, list[Any]]:
         """The batch framed and cached, and its distinct schemas, each in the schema cache; None
@@ -147,22 +193,8 @@ class BatchApplier:
         if any(k.split and self.schemas.failed(k) for k in keys):
             self.cache.drop(framed)
             return None, []
-        self._remember_heads(found)
+        remember_heads(self._heads, found, self.schemas)
         return framed, found
-
-    def _remember_heads(self, found: list[Any]) -> None:
-        """Per topic, the split schema its newest records carried (see ``frame``'s ``heads``): the
-        next batch frames the records that carry it again with one comparison each. At most
-        :data:`KNOWN_HEADS` topics, the least recently seen forgotten first."""
-        for row in sorted(found, key=lambda r: r.newest):
-            if not row._split or row._avro or row._schema_hash is None:
-                continue
-            text = self.schemas.text(SchemaKey(True, row._schema_hash))
-            if text is not None:
-                self._heads.pop(row.topic, None)
-                self._heads[row.topic] = KnownHead(text, int(row._schema_hash))
-        while len(self._heads) > KNOWN_HEADS:
-            self._heads.pop(next(iter(self._heads)))
 
     # -- one table ------------------------------------------------------------------------
     def _apply_topic(self, spark: Any, framed: Any, raw: Any, topic: str, batch_id: int, found: list[Any]) -> None:
@@ -171,7 +203,7 @@ class BatchApplier:
         from pyspark.sql import functions as F
 
         started = time.monotonic()
-        name, path = table_path(self.cfg, topic)
+        path = table_path(self.cfg, topic)[1]
         unreadable: list[Any] = []  # the records of groups whose schema cannot be used, with the reason
         try:
             with self._phase("schema"):
@@ -205,6 +237,17 @@ class BatchApplier:
         events = self.cache.checkpoint(events, eager=False)  # row blocks: cheaper to build than a columnar cache
         with self._phase("decode"):
             stats = decode.batch_stats(events, rec.columns, keys)
+        self._apply_decoded(spark, raw, topic, batch_id, events, stats, rec, keys, state, unreadable, started)
+
+    def _apply_decoded(
+        self, spark: Any, raw: Any, topic: str, batch_id: int, events: Any, stats: Any, rec: Reconciled,
+        keys: list[str], state: TableState | None, unreadable: list[Any], started: float,
+    ) -> None:
+        """A topic's decoded ``events`` (counted in ``stats``): dead letters (``unreadable`` and the
+        events with a ``_reason``, their records from ``raw``), DDL, then the writes."""
+        from pyspark.sql import functions as F
+
+        name, path = table_path(self.cfg, topic)
         if stats.bad:  # the raw records come from the batch, not through the decoded events
             bad = events.where(F.col("_reason").isNotNull()).select(*POSITION, F.col("_reason").alias("reason"))
             unreadable.append(raw.join(bad, on=list(POSITION)).select(*RAW, "reason"))
@@ -262,7 +305,7 @@ class BatchApplier:
                 with self._phase("tombstones"):
                     writer.write_tombstones(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys, tomb_path,
                                             name, batch_id, tombs_exist)
-            if _fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
+            if fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
                 with self._phase("merge"):
                     writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
             else:
@@ -297,51 +340,10 @@ class BatchApplier:
             self.dead_letters.append(rows.select(*RAW).withColumn("reason", F.lit(reason)), topic, batch_id)
 
 
-KNOWN_HEADS = 64
-"""Topics whose last schema the job remembers for framing (``spark_jobs.frame``'s ``heads``); a
-record of another topic is framed by searching it, as the first batch's records are."""
-
-FOLD_APPENDS_UP_TO = 10_000
-"""A stream batch's provably new rows go into the MERGE it needs anyway when at most this many
-(see :func:`_fold_appends`)."""
-
-
-def _fold_appends(appends: int, merges: int, append_reads: int = 0) -> bool:
-    """Whether the provably new rows go into the MERGE too. When the MERGE runs anyway, a separate
-    append adds a commit, and the next write then rebuilds Delta's snapshot of the table (three
-    Spark jobs, ~0.3 s); the MERGE inserts the new rows as rows it does not match, at the cost of
-    joining and writing them with its own. So they are folded in when they are the smaller part of
-    the batch, or few and none of them a snapshot read (a stream's small batches: one commit
-    each). A backfill's reads of new keys (``append_reads``) stay appends unless they are the
-    smaller part: backfills are appended. Either way is correct and idempotent."""
-    if not (appends and merges):
-        return False
-    return appends < merges or (append_reads == 0 and appends <= FOLD_APPENDS_UP_TO)
-
-
-def min_partitions(spark: Any, cfg: ApplyJobConfig) -> int:
-    """Spark tasks per batch read (Kafka's ``minPartitions``): ``cfg.min_partitions``, else the
-    session's default parallelism. Change topics often have one partition per table; without this a
-    table's whole batch is read, parsed and decoded by one task, on one core."""
-    return cfg.min_partitions or int(spark.sparkContext.defaultParallelism)
-
-
 def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
     """Start the streaming query (not blocking); returns the ``StreamingQuery``."""
-    reader = (
-        spark.readStream.format("kafka")
-        .options(**consumer_options(cfg.bootstrap_servers, cfg.kafka_options))
-        .option("startingOffsets", cfg.starting_offsets)
-        .option("failOnDataLoss", str(cfg.fail_on_data_loss).lower())
-    )
-    reader = reader.option("subscribe", cfg.subscribe) if cfg.subscribe else reader.option(
-        "subscribePattern", cfg.subscribe_pattern
-    )
-    if cfg.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
-    reader = reader.option("minPartitions", str(min_partitions(spark, cfg)))
     writer = (
-        reader.load().writeStream.foreachBatch(BatchApplier(cfg))
+        change_stream(spark, cfg).writeStream.foreachBatch(BatchApplier(cfg))
         .option("checkpointLocation", cfg.checkpoint_location)
         .queryName("signaller-apply-changes")
     )

@@ -119,15 +119,20 @@ def avro_group(row: Any, avro: AvroSchemas) -> Group:
                  reader=schema.reader)
 
 
-def group_rows(framed: Any, group: Group) -> Any:
-    """The framed records of ``group``."""
+def group_match(group: Group) -> Any:
+    """True for a framed record of ``group``."""
     from pyspark.sql import functions as F
 
     match = (F.col("_schema_hash") == group.schema_hash) if group.schema_hash is not None else (
         F.col("_schema_hash").isNull()
     )
-    return framed.where((F.col("_wrapped") == group.wrapped) & (F.col("_split") == group.split)
-                        & (F.col("_avro") == group.avro) & match)
+    return (F.col("_wrapped") == group.wrapped) & (F.col("_split") == group.split) & (
+        F.col("_avro") == group.avro) & match
+
+
+def group_rows(framed: Any, group: Group) -> Any:
+    """The framed records of ``group``."""
+    return framed.where(group_match(group))
 
 
 def schemaless_columns(spark: Any, framed: Any, wrapped: bool, split: bool, state: StoredTable | None,
@@ -173,9 +178,13 @@ def batch_keys(groups: list[Group], state: StoredTable | None) -> list[str]:
     return keys
 
 
-def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]) -> Any:
+def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str], every: bool = False) -> Any:
     """The group's records as events: the row's columns in the stored types, ``_cdc_*``, the
     names of unchanged-TOAST columns, and ``_reason`` (non-null: dead-letter).
+
+    ``every`` (JSON groups): every framed record, decoded as if of ``group``, with two more columns:
+    ``_in_group`` (whether it is) and ``key_str``; :func:`batch_stats` with ``every`` counts the
+    others (``spark_jobs.steady``).
 
     The payload is parsed once, with the row images in the group's raw types. A value is
     undecodable when its stored form is null although the record carries one: only then (the
@@ -191,11 +200,12 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
         payload = parse_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
                                                               f"before: {row_ddl}, after: {row_ddl}"))
-        rows = group_rows(framed, group)
+        rows = framed.select("*", group_match(group).alias("_in_group")) if every else group_rows(framed, group)
+    carried = ["_in_group", "key_str"] if every else []
     op = payload["op"]
     fields = sequence.source_fields(group.schema) if group.avro else sequence.SOURCE_FIELDS  # Avro: the writer's
     base = rows.select(
-        *POSITION, "key_str", "_payload",
+        *POSITION, "key_str", "_payload", *carried[:1],
         op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
         sequence.source_seq_column(payload["source"], F.col("offset"), fields).alias("_cdc_seq"),
         sequence.source_member(payload["source"], "file", fields).isNotNull().alias("_binlog"),
@@ -247,6 +257,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     staged = base.select(
         *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
         before_values.alias("_pre"), (F.coalesce(*bad) if bad else F.lit(None).cast("string")).alias("_bad"),
+        *carried,
     )
     key_null = F.lit(False)
     for k in keys:
@@ -362,13 +373,17 @@ def key_bounds(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> list[t
     return out
 
 
-def batch_stats(events: Any, columns: list[ColumnSpec], keys: list[str]) -> Any:
+def batch_stats(events: Any, columns: list[ColumnSpec], keys: list[str], every: bool = False) -> Any:
     """One row counting the decoded ``events`` (one Spark job): ``n``, ``bad`` (with a
     ``_reason``), ``deletes``, ``trunc`` (the newest truncate's ``_cdc_seq``), ``toasted`` (with
-    unchanged-TOAST columns), ``reads`` and the key range (:func:`key_range_aggregates`)."""
+    unchanged-TOAST columns), ``reads`` and the key range (:func:`key_range_aggregates`); with
+    ``every`` (events of :func:`decode` with ``every``) also ``others`` (records not of the group)
+    and ``key`` (a record key's text, as :func:`spark_jobs.frame.discover` takes one)."""
     from pyspark.sql import functions as F
 
     good = F.col("_reason").isNull()
+    extra = [F.count(F.when(~F.col("_in_group"), 1)).alias("others"),
+             F.first("key_str", ignorenulls=True).alias("key")] if every else []
     return events.agg(
         F.count(F.lit(1)).alias("n"),
         F.count(F.col("_reason")).alias("bad"),
@@ -376,7 +391,7 @@ def batch_stats(events: Any, columns: list[ColumnSpec], keys: list[str]) -> Any:
         F.max(F.when((F.col("_cdc_op") == "t") & good, F.col("_cdc_seq"))).alias("trunc"),
         F.count(F.when(F.size("_cdc_unchanged") > 0, 1)).alias("toasted"),
         F.count(F.when((F.col("_cdc_op") == "r") & good, 1)).alias("reads"),
-        *key_range_aggregates(columns, keys),
+        *key_range_aggregates(columns, keys), *extra,
     ).first()
 
 

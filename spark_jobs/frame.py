@@ -243,3 +243,24 @@ class SchemaCache:
         if isinstance(entry, str):
             raise ValueError(entry)
         return entry
+
+
+KNOWN_HEADS = 64
+"""Topics whose last schema the job remembers for framing (:func:`frame`'s ``heads``); a record of
+another topic is framed by searching it, as the first batch's records are."""
+
+
+def remember_heads(heads: dict[str, KnownHead], found: list[Any], schemas: SchemaCache) -> None:
+    """Update ``heads`` (per topic, insertion order = least recently seen first) from a batch's
+    :func:`discover` rows: per topic the split schema its newest records carried, so that the next
+    batch frames the records that carry it again with one comparison each. At most
+    :data:`KNOWN_HEADS` topics, the least recently seen forgotten first."""
+    for row in sorted(found, key=lambda r: r.newest):
+        if not row._split or row._avro or row._schema_hash is None:
+            continue
+        text = schemas.text(SchemaKey(True, row._schema_hash))
+        if text is not None:
+            heads.pop(row.topic, None)
+            heads[row.topic] = KnownHead(text, int(row._schema_hash))
+    while len(heads) > KNOWN_HEADS:
+        heads.pop(next(iter(heads)))

@@ -286,10 +286,10 @@ def test_source_fields_are_those_of_the_writer_schema() -> None:
 ])
 def test_new_rows_join_the_merge_when_they_are_its_smaller_part_or_few_stream_rows(
         appends: int, merges: int, append_reads: int, folded: bool) -> None:
-    from spark_jobs.apply_changes import FOLD_APPENDS_UP_TO, _fold_appends
+    from spark_jobs.split import FOLD_APPENDS_UP_TO, fold_appends
 
     assert FOLD_APPENDS_UP_TO == 10_000
-    assert _fold_appends(appends, merges, append_reads) is folded
+    assert fold_appends(appends, merges, append_reads) is folded
 
 
 def test_kafka_settings_pass_through_over_the_fetch_defaults() -> None:
