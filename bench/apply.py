@@ -101,9 +101,11 @@ class ApplyOptions:
 
 
 PHASE_NOTES = {
-    "read": "a large batch: Kafka read, framing (schema hash, payload text), schema discovery, cached",
+    "read": "a large batch on the general road: Kafka read, framing (schema hash, payload text), schema "
+            "discovery, cached (absent when the batch took the one pass of spark_jobs.steady)",
     "schema": "a large batch: table state, the batch's schemas, reconciliation (driver)",
-    "decode": "a large batch: payload and row JSON parse, type conversions, decimal UDFs, the batch's counts",
+    "decode": "a large batch: payload and row JSON parse, type conversions, decimal UDFs, the batch's counts; "
+              "in one pass (spark_jobs.steady: a batch like the last one) also the Kafka read and framing",
     "dead_letters": "a large batch: writing dead letters",
     "ddl": "a large batch: CREATE/ALTER TABLE when the schema changed",
     "order_dedup": "a large batch: newest event per key (window), minus events older than a kept tombstone, "
