@@ -201,11 +201,11 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         payload = parse_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
                                                               f"before: {row_ddl}, after: {row_ddl}"))
         rows = framed.select("*", group_match(group).alias("_in_group")) if every else group_rows(framed, group)
-    carried = ["_in_group", "key_str"] if every else []
+    flag = ["_in_group"] if every else []
     op = payload["op"]
     fields = sequence.source_fields(group.schema) if group.avro else sequence.SOURCE_FIELDS  # Avro: the writer's
     base = rows.select(
-        *POSITION, "key_str", "_payload", *carried[:1],
+        *POSITION, "key_str", "_payload", *flag,
         op.alias("_cdc_op"), payload["ts_ms"].alias("_cdc_ts_ms"),
         sequence.source_seq_column(payload["source"], F.col("offset"), fields).alias("_cdc_seq"),
         sequence.source_member(payload["source"], "file", fields).isNotNull().alias("_binlog"),
@@ -257,7 +257,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     staged = base.select(
         *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
         before_values.alias("_pre"), (F.coalesce(*bad) if bad else F.lit(None).cast("string")).alias("_bad"),
-        *carried,
+        *([*flag, "key_str"] if every else []),
     )
     key_null = F.lit(False)
     for k in keys:
