@@ -2,19 +2,19 @@
 
 Spark's whole-stage code generation writes an integer or date literal into the Java source it
 compiles (``id <= 1030213L``), and caches compiled classes by that source text. The batch's key
-range appears in the tombstone filter, the MERGE condition and the split's "provably new" test,
-inside the largest generated classes of a batch (the MERGE's join and write stage is ~200 KB of
-source). With exact bounds every batch compiled them again, and the JVM then compiled the new
-classes' hot methods again: measured on the bench's 100,000-change batches into a 1,000,000-row
-table, ~3 s of compiler-thread CPU per batch on a 2-core machine, for seven classes that differed
-only in those literals.
+range appears in the tombstone filter and the MERGE condition, inside the largest generated
+classes of a batch (the MERGE's join and write stage is ~200 KB of source). With exact bounds
+every batch compiled them again, and the JVM then compiled the new classes' hot methods again:
+measured on the bench's 100,000-change batches into a 1,000,000-row table, ~3 s of
+compiler-thread CPU per batch on a 2-core machine, for seven classes that differed only in those
+literals.
 
 The bounds only ever prune (files whose key statistics lie outside them, tombstones that cannot
-matter) or prove absence (a key outside the stored range is new), so a wider range is always
-correct: it merely prunes a little less. :func:`coarsen` rounds ``low`` down and ``high`` up to
-multiples of a power of two ``step``, at most an eighth of the range's width and at least 1/256 of
-the keys' magnitude; successive batches then share their bounds until the range crosses a grid
-line. Pure functions.
+matter), so a wider range is always correct: it merely prunes a little less. (The split's test
+for provably new keys keeps the stored range's exact bounds: see ``spark_jobs.split.outside``.)
+:func:`coarsen` rounds ``low`` down and ``high`` up to multiples of a power of two ``step``, at
+most an eighth of the range's width and at least 1/256 of the keys' magnitude; successive batches
+then share their bounds until the range crosses a grid line. Pure functions.
 """
 
 from __future__ import annotations

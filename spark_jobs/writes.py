@@ -109,7 +109,7 @@ class DeltaWriter:
         if stats.reads:  # snapshot reads inside the range: an anti-join against the stored keys
             ranged = target.where(range_sql(None, bounds)) if bounds else target
             target_keys = ranged.select(*[F.col(quote(k)) for k in keys])
-        return split.tag(latest, False, self._ranges[path], target_keys, {c.name: c.target_ddl for c in columns})
+        return split.tag(latest, False, self._ranges[path], target_keys)
 
     def widen_range(self, path: str, stats: Any, columns: list[ColumnSpec], keys: list[str]) -> None:
         """After the batch's writes: the table's key range includes the batch's (``_kmin_<i>`` /

@@ -117,3 +117,30 @@ def test_a_backfill_into_an_empty_table_is_appended_and_equals_the_source(spark:
     assert rows(spark, path) == source
     assert operations(spark, path)[-1] == "MERGE"
     assert len(spark.read.format("delta").load(str(path)).collect()) == len(source)
+
+
+def test_a_streams_inserts_just_above_the_stored_keys_are_appended(spark: Any, tmp_path: Path) -> None:
+    """A sequence key's inserts land just above the stored maximum: every one is provably new and
+    appended (a WRITE, no MERGE), the first of them the maximum plus one. Keys inside the range
+    cannot be proven new and go to the MERGE, which inserts them."""
+    table, cfg, path = setup(tmp_path, "sequence")
+    applier = BatchApplier(cfg)
+    first = [table.event("c", 100, 100 + i, after={"id": str(i), "v": "first"}) for i in range(1, 1001)]
+    applier(batch(spark, table.topic, first, 0), 0)  # creates the table: keys 1..1000
+    above = [table.event("c", 2000, 2000 + i, after={"id": str(i), "v": "above"}) for i in range(1001, 1101)]
+    applier(batch(spark, table.topic, above, 1000), 1)
+    ops = operations(spark, path)
+    assert ops[-1] == "WRITE" and "MERGE" not in ops, ops
+    # A restarted job reads the stored range (1..1100) from the table: the next key is appended too.
+    BatchApplier(cfg)(batch(spark, table.topic, [table.event("c", 3000, 3001, after={"id": "1101", "v": "next"})],
+                            1100), 2)
+    ops = operations(spark, path)
+    assert ops[-1] == "WRITE" and "MERGE" not in ops, ops
+    # A gap inside the range (a key deleted long ago, re-inserted) is not provably new: the MERGE.
+    inside = [table.event("d", 4000, 4000, before={"id": "500", "v": "first"})]
+    applier(batch(spark, table.topic, inside, 1101), 3)
+    applier(batch(spark, table.topic, [table.event("c", 5000, 5000, after={"id": "500", "v": "again"})], 1102), 4)
+    assert operations(spark, path)[-1] == "MERGE"
+    expected = {i: "first" for i in range(1, 1001)} | {i: "above" for i in range(1001, 1101)} | {1101: "next",
+                                                                                                  500: "again"}
+    assert rows(spark, path) == expected
