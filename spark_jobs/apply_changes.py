@@ -171,7 +171,7 @@ class BatchApplier:
         with self._phase("decode"):
             stats = decode.batch_stats(events, rec.columns, state.keys, every=True)
         if not steady.confirmed(stats, state.keys):
-            self.cache.release()
+            self.cache.drop(events)
             return False
         self._steady = topic
         if stats.n:
