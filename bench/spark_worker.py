@@ -204,8 +204,9 @@ class Worker:
             progress = query.lastProgress
             if progress and progress.get("batchId", -1) != seen:
                 seen = progress["batchId"]
+                durations = progress.get("durationMs", {})
                 report("progress", batch=seen, rows=progress.get("numInputRows"),
-                       duration_ms=progress.get("durationMs", {}).get("triggerExecution"))
+                       duration_ms=durations.get("triggerExecution"), add_batch_ms=durations.get("addBatch"))
             time.sleep(0.2)
 
     def stop_stream(self, command: dict[str, Any]) -> None:
