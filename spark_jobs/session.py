@@ -50,9 +50,10 @@ DEFAULT_CONF: dict[str, str] = {
     # error messages: five calls into the JVM (active session, a conf lookup, origin set and clear)
     # around the one that builds the expression. A batch builds a few hundred expressions (framing,
     # decode, sequence, dedup, split): py-spy of the driver on 2,500-insert batches into the
-    # bench's 1 M-row table found ~0.55 s of each ~1.65 s batch in building plans, 0.38 s of it in
-    # the one-pass decode plan alone; with this off, batches took ~1.45 s (time outside the
-    # phases 0.5 -> 0.3 s). Errors keep Spark's message and the JVM's stack.
+    # bench's 1 M-row table found ~0.55 s of each batch (~1.9 s under the profiler) in building
+    # plans, 0.38 s of it in the one-pass decode plan alone; without the profiler, batches took
+    # ~1.65 s with debugging and ~1.45 s without (time outside the phases 0.5 -> 0.3 s). Errors
+    # keep Spark's message and the JVM's stack.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     # JVM options, measured on 100,000-change batches into the bench's 1 M-row table (driver CPU):
     # Delta's MERGE with the change data feed generates an output projection too large for
