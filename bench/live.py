@@ -242,8 +242,13 @@ class LiveSession:
         """p50/p99 commit→readable (ms) of live changes committed in [start_us, end_us], and the p99 of the
         capturer's part of it (``sidecar_p99_ms``: commit → the event's ``ts_us``, when its envelope was made;
         the rest is the producer's queue, the broker and the consumer)."""
+        return self.latency_in([(start_us, end_us)])
+
+    def latency_in(self, windows: list[tuple[int, int]]) -> dict[str, float]:
+        """:meth:`latency` of the live changes committed in any of ``windows`` (``(start_us, end_us)`` each);
+        ``measured``: how many there were."""
         assert self.stamper is not None
-        stamps = [s for s in self.stamper.stamps if start_us <= s[1] <= end_us]
+        stamps = [s for s in self.stamper.stamps if any(start <= s[1] <= end for start, end in windows)]
         window = sorted((received - committed) / 1000 for received, committed, _ in stamps)
         capture_part = sorted((emitted - committed) / 1000 for _, committed, emitted in stamps)
         return {"p50_ms": percentile(window, 0.50), "p99_ms": percentile(window, 0.99),
@@ -262,13 +267,22 @@ class LiveSession:
         """One incremental snapshot of the big table: ``rows_per_s``, ``seconds``, ``start_us``, ``end_us``."""
         raise NotImplementedError
 
-    def loaded_snapshot(self, chunk: int, limit: int | None) -> dict[str, float]:
-        """A snapshot while the writer commits ``live_rate`` changes/s into the live table."""
+    def loaded_snapshot(self, chunk: int, limit: int | None, min_loaded_s: float = 0.0) -> dict[str, float]:
+        """Snapshots while the writer commits ``live_rate`` changes/s into the live table: one, then more of the
+        same until the snapshots together lasted ``min_loaded_s`` (a p99 over a one-second snapshot rests on
+        ~20 changes). ``rows_per_s``: their rows ÷ their seconds; the live latency: of the changes committed
+        while any of them ran (``measured`` of them); ``snapshots``: how many ran."""
         writer = self.start_writer()
+        results: list[dict[str, float]] = []
         try:
             time.sleep(self.options.warmup_s)
-            result = self.snapshot(chunk, limit)
+            while not results or sum(r["seconds"] for r in results) < min_loaded_s:
+                results.append(self.snapshot(chunk, limit))
         finally:
             _, rate = self.stop_writer(writer)
-        live = self.latency(int(result["start_us"]), int(result["end_us"]))
-        return {**result, **{f"live_{k}": v for k, v in live.items()}, "live_offered": rate}
+        seconds = sum(r["seconds"] for r in results)
+        rows = sum(r["rows_per_s"] * r["seconds"] for r in results)
+        live = self.latency_in([(int(r["start_us"]), int(r["end_us"])) for r in results])
+        return {"rows_per_s": rows / seconds, "seconds": seconds, "start_us": results[0]["start_us"],
+                "end_us": results[-1]["end_us"], "snapshots": float(len(results)),
+                **{f"live_{k}": v for k, v in live.items()}, "live_offered": rate}

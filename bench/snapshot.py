@@ -22,8 +22,10 @@ Per run:
   into a null sink (psycopg2 ``copy_expert``), the floor for reading the table; then one snapshot
   per chunk size (``set_chunk_size`` first), in an order rotated from run to run.
 * **loaded session** (after all idle sessions, once the best chunk size is known): the writer runs
-  throughout; a snapshot at the base chunk size, then one at the best; the live latency of the
-  changes committed while each snapshot ran.
+  throughout; snapshots of the key range at the base chunk size, then at the best, each repeated
+  until the snapshots of that size lasted ``idle_s`` together (one snapshot of the range lasts about
+  a second: its p99 would rest on ~20 changes; the idle window's on ~200); the live latency of the
+  changes committed while any of them ran.
 * **read-only session** (after the loaded ones): the sidecar with ``read.only=true`` (no watermark
   writes: the chunk's MVCC snapshot and a WAL high watermark); the key-range snapshot at the best
   chunk size, no other load (``read_only_rows_per_s``).
@@ -293,11 +295,13 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         order = [base, best] if index % 2 == 0 else [best, base]
         try:
             for chunk in dict.fromkeys(order):
-                result = session.loaded_snapshot(chunk, limit)
+                result = session.loaded_snapshot(chunk, limit, options.idle_s)
                 run_loaded[chunk] = result
                 log(f"  loaded run {index + 1}/{options.runs}: snapshot of {limit:,} rows, chunk {chunk}: "
-                    f"{result['rows_per_s']:,.0f} rows/s; live p50 {result['live_p50_ms']:.1f} ms, "
-                    f"p99 {result['live_p99_ms']:.1f} ms ({result['live_offered']:,.0f} changes/s, "
+                    f"{result['rows_per_s']:,.0f} rows/s ({result['snapshots']:.0f} snapshots, "
+                    f"{result['seconds']:.1f} s); live p50 {result['live_p50_ms']:.1f} ms, "
+                    f"p99 {result['live_p99_ms']:.1f} ms over {result['live_measured']:,.0f} changes "
+                    f"({result['live_offered']:,.0f} changes/s, "
                     f"{result['live_missing']:.0f} missing)")
         finally:
             session.close()
@@ -351,11 +355,12 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
                                                          note=f"{limit:,}-row key range, no other load")
     figures.update({
         "rows_per_s_under_load": summarize([r[base]["rows_per_s"] for r in loaded], "rows/s", digits=0,
-                                           note=f"{limit:,}-row key range, chunk size {base}, "
-                                                f"writer at {options.live_rate:,}/s"),
+                                           note=f"{limit:,}-row key range, chunk size {base}, writer at "
+                                                f"{options.live_rate:,}/s; snapshots repeated until "
+                                                f"they lasted {options.idle_s:g} s, their rows ÷ their seconds"),
         "best_rows_per_s_under_load": summarize([r[best]["rows_per_s"] for r in loaded], "rows/s", digits=0,
-                                                note=f"{limit:,}-row key range, chunk size {best}, "
-                                                     f"writer at {options.live_rate:,}/s"),
+                                                note=f"{limit:,}-row key range, chunk size {best}, writer at "
+                                                     f"{options.live_rate:,}/s; repeated as rows_per_s_under_load"),
         "under_load_ratio": summarize([ratio(lo[base]["rows_per_s"], i["ranges"][base]) for i, lo in pairs],
                                       "ratio", digits=3, note="rows_per_s_under_load / rows_per_s_chunk_base, per run"),
         "copy_rows_per_s": summarize([r["copy"] for r in idle], "rows/s", digits=0),
@@ -375,9 +380,18 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "live_p50_ms_idle": summarize([r["idle"]["p50_ms"] for r in idle], "ms", digits=2),
         "live_p99_ms_idle": summarize([r["idle"]["p99_ms"] for r in idle], "ms", digits=2),
         "live_p50_ms_during": summarize([r[base]["live_p50_ms"] for r in loaded], "ms", digits=2,
-                                        note=f"while the chunk-size-{base} snapshot ran"),
+                                        note=f"while the chunk-size-{base} snapshots ran"),
         "live_p99_ms_during": summarize([r[base]["live_p99_ms"] for r in loaded], "ms", digits=2,
-                                        note=f"while the chunk-size-{base} snapshot ran"),
+                                        note=f"while the chunk-size-{base} snapshots ran (at least "
+                                             f"{options.idle_s:g} s of them, as long as the idle window)"),
+        "live_measured_changes_idle": summarize([r["idle"]["measured"] for r in idle], "changes", digits=0,
+                                                note="the live changes live_p99_ms_idle rests on"),
+        "live_measured_changes_during": summarize(
+            [r[c]["live_measured"] for r in loaded for c in r], "changes", digits=0,
+            note=f"the live changes each loaded window's p99 rests on (chunk sizes {base} and {best}, every run)"),
+        "live_loaded_snapshots": summarize(
+            [r[c]["snapshots"] for r in loaded for c in r], "snapshots", digits=0,
+            note=f"key-range snapshots per loaded window (repeated until they lasted {options.idle_s:g} s)"),
         "live_sidecar_p99_ms_idle": summarize([r["idle"]["sidecar_p99_ms"] for r in idle], "ms", digits=2,
                                               note="commit → envelope made (the event's ts_us): the sidecar's part"),
         "live_sidecar_p99_ms_during": summarize(
@@ -390,9 +404,10 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
         "live_p99_ratio": summarize([ratio(lo[base]["live_p99_ms"], i["idle"]["p99_ms"]) for i, lo in pairs],
                                     "ratio", digits=2, note="live_p99_ms_during / live_p99_ms_idle, per run"),
         "live_p50_ms_during_best": summarize([r[best]["live_p50_ms"] for r in loaded], "ms", digits=2,
-                                             note=f"while the chunk-size-{best} snapshot ran"),
+                                             note=f"while the chunk-size-{best} snapshots ran"),
         "live_p99_ms_during_best": summarize([r[best]["live_p99_ms"] for r in loaded], "ms", digits=2,
-                                             note=f"while the chunk-size-{best} snapshot ran"),
+                                             note=f"while the chunk-size-{best} snapshots ran (at least "
+                                                  f"{options.idle_s:g} s of them)"),
         "live_p99_ratio_best": summarize([ratio(lo[best]["live_p99_ms"], i["idle"]["p99_ms"]) for i, lo in pairs],
                                          "ratio", digits=2, note="live_p99_ms_during_best / live_p99_ms_idle, per run"),
         "live_offered_changes_per_s": summarize(
