@@ -32,7 +32,7 @@ held changes, to be recorded with its key.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from signaller.model import ChangeEvent
 from signaller.snapshot.toast_fold import WindowChanges
@@ -52,7 +52,8 @@ class Window(Generic[Row]):
         self.complete = True
         self.evicted = 0
         self.dropped = 0
-        self._rows: list[Row] = []
+        self._rows: list[Row | None] = []
+        """The chunk's rows in chunk order; those before ``_next`` were taken and are None (freed by their slice)."""
         self._next = 0
         self._seen: set[Hashable] = set()
         self._matched: set[Hashable] = set()
@@ -158,12 +159,16 @@ class Window(Generic[Row]):
 
     def take(self, count: int) -> list[Row]:
         """The next ``count`` rows (fewer at the end) in chunk order, once closed; the caller drops those that
-        ``superseded`` says are."""
+        ``superseded`` says are. The window keeps no reference to a taken row, so a chunk's rows are freed slice by
+        slice as the caller is done with them, not all at once when the window ends (on the loop's thread, a
+        65,536-row chunk's raw rows took about 16 ms to free in one piece, a pause for the live stream)."""
         if not self.closed:
             return []
         start = self._next
-        self._next = min(len(self._rows), start + max(0, count))
-        return self._rows[start:self._next]
+        end = self._next = min(len(self._rows), start + max(0, count))
+        taken = cast("list[Row]", self._rows[start:end])
+        self._rows[start:end] = [None] * (end - start)
+        return taken
 
     @property
     def any_superseded(self) -> bool:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -1045,3 +1046,23 @@ def test_apply_never_raises(caplog: pytest.LogCaptureFixture) -> None:
                                ExecuteSnapshot("x10", ("public\\.t",)))
     assert outcome.reason == "could not check the signal against the database: connection refused"
     assert not sim.engine.state.running
+
+
+def test_a_taken_slice_is_freed_with_the_callers_list_not_when_the_window_ends() -> None:
+    class RawRow:
+        def __init__(self, key: int) -> None:
+            self.key = key
+
+    window: Window[RawRow] = Window()
+    rows = [RawRow(key) for key in range(10)]
+    refs = [weakref.ref(row) for row in rows]
+    window.fill("c1", "public.t", rows)
+    del rows
+    assert window.open("c1-open") and window.close("c1-close")
+    taken = window.take(4)
+    assert [row.key for row in taken] == [0, 1, 2, 3]
+    del taken
+    assert [ref() is None for ref in refs] == [True] * 4 + [False] * 6  # the window kept no reference to them
+    assert len(window) == 6 and not window.done
+    assert [row.key for row in window.take(100)] == [4, 5, 6, 7, 8, 9]
+    assert window.done and len(window) == 0
