@@ -14,7 +14,9 @@ snapshot's speed against a live change's wait:
 :data:`SHARED` keeps the settings under which the bench's live latency during snapshots was measured
 (10,000 queued records measured a live record's produce→consume p99 of up to 52 ms, 2,000 8-19 ms;
 with READs produced in batches, 1,000 gave the same latencies and 5-10 % more READs/s at chunk 65,536 than
-2,000). :data:`QUIET` is for a stream with nothing to hold up: the loop had waited for fetched rows and for
+2,000; once the bench's loaded windows lasted 10 s, 600 against 1,000 gave a live p99 of 11.9 against 13.4 ms
+at chunk 1,024 and 13.3 against 14.9 ms at 65,536, for 4 % and 2 % fewer READs/s, and 300 halved them).
+:data:`QUIET` is for a stream with nothing to hold up: the loop had waited for fetched rows and for
 Kafka's acknowledgements about a third of the time, and larger slices and a deeper queue took the bench's
 1,000,000-row snapshot at chunk 65,536 from about 180,000 to 200,000-210,000 rows/s (sessions of the bench's
 snapshot section on one machine; one run of the whole section each, with the chunk reader's cheaper string
@@ -44,7 +46,7 @@ class SnapshotPace:
     queued_records: int
 
 
-SHARED = SnapshotPace(DEFAULT_FETCH_PACE, queued_records=1_000)
+SHARED = SnapshotPace(DEFAULT_FETCH_PACE, queued_records=600)
 """While the stream carries changes (the engine's own default fetch pace)."""
 QUIET = SnapshotPace(FetchPace(rows=4096, ahead=8192), queued_records=4_000)
 """While it has carried none for :data:`QUIET_AFTER_S`."""
