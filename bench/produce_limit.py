@@ -8,7 +8,7 @@ their own, with no database and no window in between:
   values, as the chunk reader hands them over) into key and value bytes, JSON with schemas;
 * ``produce``: those records, rendered beforehand, produced by one producer with the sidecar's
   settings (``KafkaSink``'s: idempotent, ``acks=all``, lz4, 5 ms linger, a delivery callback per
-  record) until every one is acknowledged.
+  record; the allocator's thresholds of :mod:`signaller.runtime.allocator`) until every one is acknowledged.
 
 The produce rate is what the broker and librdkafka allow on this machine for these records: a
 snapshot cannot beat it. The render rate is the per-row Python work the snapshot's generic path
@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from devtools import StackSettings
 from signaller.config.model import PRODUCER_DEFAULTS
 from signaller.model import Column, TableId, TableSchema
+from signaller.runtime.allocator import keep_freed_memory
 from signaller.sinks.kafka import SINK_DEFAULTS
 from signaller.sources.postgres.codecs import TypeModes, codec_for
 from signaller.wire.envelope import EnvelopeSerializer
@@ -89,7 +90,9 @@ def produce_rate(settings: StackSettings, records: list[tuple[bytes | None, byte
             failures.append(str(err))
         acknowledged[0] += 1
 
-    producer = Producer({**SINK_DEFAULTS, **PRODUCER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers})
+    config = {**SINK_DEFAULTS, **PRODUCER_DEFAULTS, "bootstrap.servers": settings.bootstrap_servers}
+    keep_freed_memory(config)  # the sidecar's allocator settings (``CaptureLoop.run``)
+    producer = Producer(config)
     try:
         started = time.perf_counter()
         for _ in range(repeats):

@@ -32,6 +32,7 @@ from signaller.api.metrics import MetricsRegistry
 from signaller.config import SignallerConfig
 from signaller.errors import SinkError, TerminalSinkError, TransientSinkError
 from signaller.model import format_lsn
+from signaller.runtime.allocator import keep_freed_memory
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.runtime.committer import OffsetCommitter
 from signaller.runtime.dispatch import EventDispatcher
@@ -122,6 +123,7 @@ class CaptureLoop:
         config = self.config
         source = self._source = open_source(config)
         reader = source.log
+        keep_freed_memory(config.producer_config())  # before the producer's threads make their heaps
         sink = KafkaSink(config.producer_config(), TopicManager(
             config.kafka_client_config(), config.kafka.topic_creation_default_partitions,
             config.kafka.topic_creation_default_replication_factor), config.events.failure_handling_mode.value)
