@@ -31,6 +31,18 @@ def process_cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_between(samples: list[dict[str, Any]], start: float, end: float, thread: str | None = None) -> float:
+    """Sidecar CPU seconds (of one kind of ``thread``: ``main``, ``librdkafka`` or ``other``, else all) from the
+    last of its ``sample`` reports at or before ``start`` to the first at or after ``end``; NaN without both."""
+    before = [s for s in samples if s["t"] <= start]
+    after = [s for s in samples if s["t"] >= end]
+    if not before or not after:
+        return math.nan
+    if thread is None:
+        return float(after[0]["cpu_s"] - before[-1]["cpu_s"])
+    return float(after[0]["threads"][thread] - before[-1]["threads"][thread])
+
+
 class SidecarFailed(RuntimeError):
     """The sidecar (or another reporting process) exited with an error or did not reach a state in time."""
 

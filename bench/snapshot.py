@@ -55,7 +55,7 @@ from bench import debezium as dbz
 from bench import produce_limit
 from bench.live import NARROW_TABLE, LiveSession, Stamper
 from bench.options import SnapshotOptions
-from bench.process import Sidecar
+from bench.process import Sidecar, cpu_between
 from bench.scratch import Scratch, avro_converters
 from bench.stats import Figure, per_run_ratio, summarize
 from devtools import StackSettings
@@ -238,8 +238,17 @@ class _Session(LiveSession):
         if row[2] != expected:
             raise RuntimeError(f"status says {row[2]} rows emitted by {ident}, expected {expected}")
         elapsed = done["t"] - submitted["t"]
+        self.sidecar.wait_for(lambda r: r["event"] == "sample" and r["t"] >= done["t"], 10,
+                              "a CPU sample after the snapshot", start=seen)
+        samples = self.sidecar.events("sample")
+
+        def cpu_us_per_read(thread: str | None = None) -> float:
+            return cpu_between(samples, submitted["t"], done["t"], thread) / expected * 1e6
+
         return {"rows_per_s": expected / elapsed, "seconds": elapsed,
-                "start_us": int(submitted["t"] * 1e6), "end_us": int(done["t"] * 1e6)}
+                "start_us": int(submitted["t"] * 1e6), "end_us": int(done["t"] * 1e6),
+                "cpu_us_per_read": cpu_us_per_read(), "main_cpu_us_per_read": cpu_us_per_read("main"),
+                "librdkafka_cpu_us_per_read": cpu_us_per_read("librdkafka")}
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,7 +265,7 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
     rss_peaks: list[float] = []
     for index in range(options.runs):
         session = _Session(settings, options, table, "snap")
-        run: dict[str, Any] = {"ranges": {}}
+        run: dict[str, Any] = {"ranges": {}, "cpu": {}}
         prefix = f"  run {index + 1}/{options.runs}:"
         try:
             lat = session.idle_latency()
@@ -274,7 +283,8 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
             log(f"{prefix} snapshot of all {options.rows:,} rows, chunk {base}: {run['full']:,.0f} rows/s")
             shift = index % len(sizes)
             for chunk in sizes[shift:] + sizes[:shift]:
-                run["ranges"][chunk] = session.snapshot(chunk, limit)["rows_per_s"]
+                result = session.snapshot(chunk, limit)
+                run["ranges"][chunk], run["cpu"][chunk] = result["rows_per_s"], result
                 log(f"{prefix} snapshot of {limit:,} rows, chunk {chunk}: {run['ranges'][chunk]:,.0f} rows/s")
         finally:
             exit_report = session.close()
@@ -347,6 +357,15 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
                                                   f"format, schemas in the stack's registry): {limit:,}-row key "
                                                   f"range, chunk size {best}, no other load"),
                                  "chunk_size": best},
+        "best_cpu_us_per_read": summarize(
+            [r["cpu"][best]["cpu_us_per_read"] for r in idle], "µs", digits=2,
+            note="the sidecar's CPU per READ of best_rows_per_s's snapshot (every thread, 100 ms samples around it)"),
+        "best_main_thread_cpu_us_per_read": summarize(
+            [r["cpu"][best]["main_cpu_us_per_read"] for r in idle], "µs", digits=2,
+            note="the capture loop's thread: splicing, producing, delivery reports, the stream"),
+        "best_librdkafka_cpu_us_per_read": summarize(
+            [r["cpu"][best]["librdkafka_cpu_us_per_read"] for r in idle], "µs", digits=2,
+            note="librdkafka's own threads (rdk:*): batching, lz4, network"),
         "best_chunk_size": summarize([best] * options.runs, "rows", digits=0,
                                      note=f"highest median rows_per_s_chunk_* of {sizes}"),
     }

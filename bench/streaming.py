@@ -29,7 +29,6 @@ See ``bench/README.md`` for every reported field.
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from typing import Any
 from bench import debezium as dbz
 from bench.live import NARROW_TABLE, Stamper, latency_figures, preload, write_steadily
 from bench.options import StreamingOptions
-from bench.process import Sidecar, process_cpu_seconds
+from bench.process import Sidecar, cpu_between, process_cpu_seconds
 from bench.scratch import LOG_APPEND_TIME, Scratch, SlotWatcher, avro_converters
 from bench.stats import Figure, per_run_ratio, summarize
 from bench.topics import TopicReader, rate_between
@@ -60,18 +59,6 @@ def _profile_path(options: StreamingOptions, name: str) -> Path | None:
 # --------------------------------------------------------------------------------------------
 # Throughput
 # --------------------------------------------------------------------------------------------
-
-
-def _cpu_between(samples: list[dict[str, Any]], start: float, end: float, thread: str | None = None) -> float:
-    """Sidecar CPU seconds (of one kind of ``thread``, else all) from the last sample at or
-    before ``start`` to the first at or after ``end``."""
-    before = [s for s in samples if s["t"] <= start]
-    after = [s for s in samples if s["t"] >= end]
-    if not before or not after:
-        return math.nan
-    if thread is None:
-        return float(after[0]["cpu_s"] - before[-1]["cpu_s"])
-    return float(after[0]["threads"][thread] - before[-1]["threads"][thread])
 
 
 def throughput_run(settings: StackSettings, options: StreamingOptions, index: int,
@@ -114,9 +101,9 @@ def throughput_run(settings: StackSettings, options: StreamingOptions, index: in
         elapsed = done["t"] - started["t"]
         drain = done["t"] - first["t"]
         samples = sidecar.events("sample")
-        cpu = _cpu_between(samples, first["t"], done["t"])
-        main_cpu = _cpu_between(samples, first["t"], done["t"], "main")
-        rdkafka_cpu = _cpu_between(samples, first["t"], done["t"], "librdkafka")
+        cpu = cpu_between(samples, first["t"], done["t"])
+        main_cpu = cpu_between(samples, first["t"], done["t"], "main")
+        rdkafka_cpu = cpu_between(samples, first["t"], done["t"], "librdkafka")
         return {
             "max_changes_per_s": options.changes / elapsed,
             "drain_changes_per_s": options.changes / drain,
