@@ -5,21 +5,23 @@ threshold* is free there, and serves a request above its *mmap threshold* with a
 at 128 KiB and only grow with what the process frees. The sidecar's producer builds ~1 MB record batches
 (librdkafka's ``batch.size``) and frees them once Kafka acknowledges them, many times a second, on threads
 with heaps of their own: each batch's memory went back to the kernel and came back as new pages, zeroed and
-faulted in one by one. Measured on the bench's snapshot table (2,817-byte READ values, 65,536-row chunks, one
-run each, :mod:`bench.snapshot`'s session): librdkafka's broker thread spent 3.07 µs of CPU per READ, most of
-it page faults and zeroing, against 1.1 µs with the thresholds below; the capture loop's own thread 3.7 against
-3.2 µs (its 2.8 KB values and delivery reports fault less too); 159,000 against 196,000 READs/s; peak RSS 110
-against 111 MB.
+faulted in one by one. Measured on the bench's snapshot table (2,817-byte READ values, 65,536-row chunks,
+:mod:`bench.snapshot`'s session, alternated runs): librdkafka's broker thread spent 3.0-3.3 µs of CPU per READ,
+most of it page faults and zeroing, against 1.0-1.4 µs with the thresholds below; the whole sidecar 7.1-7.8 against
+4.9-5.7 µs (``snapshot.best_cpu_us_per_read``); peak RSS 107 against 109 MB. READs/s at that chunk size moved less
+than the machine's noise: the loop's thread, not the CPU, bounds it.
 
 :func:`keep_freed_memory` sets both thresholds once per process, from the producer's largest buffer: the
 mmap threshold to twice that (at least 4 MiB, at most glibc's 32 MiB), the trim threshold to four times the
 mmap threshold. What it costs: up to the trim threshold of freed memory stays mapped per heap (the loop's,
 the chunk reader's and librdkafka's threads have one each) instead of going back to the kernel.
 
-It leaves the allocator alone where the user tuned it (``GLIBC_TUNABLES`` naming a ``glibc.malloc``
-setting, or a ``MALLOC_*_`` environment variable: theirs wins, ``GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072``
-restores glibc's behaviour) and where the C library is not glibc (``mallopt`` is glibc's). Pure logic
-(:func:`tuning_for`, :func:`user_tuning`) apart from :func:`keep_freed_memory` (the process's allocator).
+It leaves the allocator alone where the user set these thresholds (``GLIBC_TUNABLES`` naming
+``glibc.malloc.trim_threshold``, ``mmap_threshold``, ``top_pad`` or ``mmap_max``, or their ``MALLOC_*_``
+environment variables: theirs win, and ``GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072`` restores glibc's
+behaviour; an arena limit such as ``MALLOC_ARENA_MAX`` tunes something else and does not count), and where the C
+library is not glibc (``mallopt`` is glibc's). Pure logic (:func:`tuning_for`, :func:`user_tuning`) apart from
+:func:`keep_freed_memory` (the process's allocator).
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ MAX_MMAP_THRESHOLD = 32 * MIB
 TRIM_PER_MMAP = 4
 LIBRDKAFKA_BUFFER_SETTINGS = {"batch.size": 1_000_000, "message.max.bytes": 1_000_000}
 """The producer settings that bound its largest buffers, with librdkafka's defaults."""
-USER_MALLOC_VARIABLES = ("MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_",
-                         "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_")
+USER_THRESHOLD_VARIABLES = ("MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_")
+"""glibc's environment variables for the same thresholds (``MALLOC_ARENA_MAX`` and the like tune something else)."""
+USER_THRESHOLD_TUNABLES = ("glibc.malloc.mmap_max", "glibc.malloc.mmap_threshold", "glibc.malloc.top_pad",
+                           "glibc.malloc.trim_threshold")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +69,12 @@ def tuning_for(producer_config: Mapping[str, Any]) -> AllocatorTuning:
 
 
 def user_tuning(environ: Mapping[str, str]) -> str | None:
-    """The environment variable by which the user tuned glibc's allocator themselves, None if they did not."""
-    if "glibc.malloc." in environ.get("GLIBC_TUNABLES", ""):
+    """The environment variable by which the user set glibc's mmap or trim thresholds (or the settings that go with
+    them) themselves, None if they did not."""
+    tunables = {item.partition("=")[0] for item in environ.get("GLIBC_TUNABLES", "").split(":")}
+    if tunables.intersection(USER_THRESHOLD_TUNABLES):
         return "GLIBC_TUNABLES"
-    return next((name for name in USER_MALLOC_VARIABLES if name in environ), None)
+    return next((name for name in USER_THRESHOLD_VARIABLES if name in environ), None)
 
 
 _applied: AllocatorTuning | None = None

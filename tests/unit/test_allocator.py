@@ -38,8 +38,16 @@ def test_the_users_own_allocator_settings_are_found() -> None:
     assert user_tuning({}) is None
     assert user_tuning({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2"}) is None
     assert user_tuning({"GLIBC_TUNABLES": "glibc.cpu.x=1:glibc.malloc.trim_threshold=131072"}) == "GLIBC_TUNABLES"
-    assert user_tuning({"MALLOC_ARENA_MAX": "2"}) == "MALLOC_ARENA_MAX"
+    assert user_tuning({"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}) == "GLIBC_TUNABLES"
     assert user_tuning({"MALLOC_TRIM_THRESHOLD_": "131072"}) == "MALLOC_TRIM_THRESHOLD_"
+    assert user_tuning({"MALLOC_MMAP_THRESHOLD_": "131072"}) == "MALLOC_MMAP_THRESHOLD_"
+
+
+def test_an_arena_limit_is_not_a_threshold_of_the_users() -> None:
+    # MALLOC_ARENA_MAX (set for the Spark job's JVM by spark_jobs.session, and common in containers) caps the number
+    # of heaps, not what a heap keeps: the thresholds still apply.
+    assert user_tuning({"MALLOC_ARENA_MAX": "2"}) is None
+    assert user_tuning({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}) is None
 
 
 PROBE = textwrap.dedent("""
