@@ -50,6 +50,9 @@ class SnapshotOptions:
     range_rows: int = 131_072
     base_chunk: int = 1024
     chunk_sizes: tuple[int, ...] = (4096, 16384, 65536)
+    range_repeats: int = 3
+    """Key-range snapshots per chunk size in each idle session, in rounds (every size once a round); the run's
+    figure for a size is their median (one ~1 s snapshot alone moved ±15-25 % from run to run)."""
     live_rate: int = 2_000
     live_tx_rows: int = 20
     idle_s: float = 10.0

@@ -54,7 +54,8 @@ def _streaming(settings: StackSettings, args: argparse.Namespace, log: Callable[
 def _snapshot(settings: StackSettings, args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     options = SnapshotOptions(
         runs=args.runs, rows=args.snapshot_rows, range_rows=args.range_rows, chunk_sizes=tuple(args.chunk_sizes),
-        live_rate=args.live_rate, idle_s=args.idle, connector_overrides=dict(item.split("=", 1) for item in args.set),
+        range_repeats=args.range_repeats, live_rate=args.live_rate, idle_s=args.idle,
+        connector_overrides=dict(item.split("=", 1) for item in args.set),
         debezium=_debezium(args),
     )
     return run_snapshot(settings, options, log)
@@ -82,7 +83,8 @@ SECTIONS: dict[str, Section] = {"streaming": _streaming, "snapshot": _snapshot, 
 
 QUICK = {
     "runs": 1, "changes": 50_000, "duration": 5.0, "warmup": 1.0,
-    "snapshot_rows": 100_000, "range_rows": 32_768, "chunk_sizes": [4096, 16384], "idle": 5.0,
+    "snapshot_rows": 100_000, "range_rows": 32_768, "chunk_sizes": [4096, 16384], "range_repeats": 1,
+    "idle": 5.0,
     "apply_rows": 100_000, "apply_batches": [2_000, 20_000], "apply_warmup": 500, "e2e_window": 10.0,
     "e2e_warmup": 5.0, "sustained_s": 20.0,
     "debezium_changes": 20_000, "debezium_stock_changes": 0, "debezium_range_rows": 16_384,
@@ -91,7 +93,8 @@ QUICK = {
 """``--quick``: what changes (options given explicitly still win)."""
 DEFAULTS = {
     "runs": 3, "changes": 300_000, "duration": 15.0, "warmup": 2.0,
-    "snapshot_rows": 1_000_000, "range_rows": 131_072, "chunk_sizes": [4096, 65536], "idle": 10.0,
+    "snapshot_rows": 1_000_000, "range_rows": 131_072, "chunk_sizes": [4096, 65536], "range_repeats": 3,
+    "idle": 10.0,
     "apply_rows": 1_000_000, "apply_batches": [10_000, 100_000], "apply_warmup": 1_000, "e2e_window": 30.0,
     "e2e_warmup": 15.0, "sustained_s": 60.0,
     "debezium_changes": 100_000, "debezium_stock_changes": 20_000, "debezium_range_rows": 65_536,
@@ -138,6 +141,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                        help="key-range snapshots (chunk-size search, under load): rows (default 131,072)")
     group.add_argument("--chunk-sizes", type=_ints, metavar="N,N,...",
                        help="chunk sizes tried besides 1024 (default 4096,65536)")
+    group.add_argument("--range-repeats", type=int,
+                       help="key-range snapshots per chunk size per idle session, their median the run's figure "
+                            "(default 3)")
     group.add_argument("--live-rate", type=int, default=2_000, help="live writer's changes/s (default 2,000)")
     group.add_argument("--idle", type=float, help="idle live-latency window, s (default 10)")
     group = parser.add_argument_group("apply")

@@ -19,8 +19,9 @@ Per run:
 
 * **idle session**: commit→Kafka latency of a writer committing ``live_rate`` changes/s into the
   live table with no snapshot running (as in :mod:`bench.streaming`); ``COPY <table> TO STDOUT``
-  into a null sink (psycopg2 ``copy_expert``), the floor for reading the table; then one snapshot
-  per chunk size (``set_chunk_size`` first), in an order rotated from run to run.
+  into a null sink (psycopg2 ``copy_expert``), the floor for reading the table; then the key-range
+  snapshots: ``range_repeats`` rounds of one per chunk size (``set_chunk_size`` first), the order rotated
+  from round to round and run to run; a size's figure for the run is the median of its snapshots.
 * **loaded session** (after all idle sessions, once the best chunk size is known): the writer runs
   throughout; snapshots of the key range at the base chunk size, then at the best, each repeated
   until the snapshots of that size lasted ``idle_s`` together (one snapshot of the range lasts about
@@ -251,6 +252,12 @@ class _Session(LiveSession):
                 "librdkafka_cpu_us_per_read": cpu_us_per_read("librdkafka")}
 
 
+def median_result(results: list[dict[str, float]]) -> dict[str, float]:
+    """The snapshot of ``results`` (one chunk size's key-range snapshots in a session) with the median
+    ``rows_per_s``: the upper middle one of an even count, so its CPU figures belong to the rate reported."""
+    return sorted(results, key=lambda result: result["rows_per_s"])[len(results) // 2]
+
+
 # --------------------------------------------------------------------------------------------
 # The section
 # --------------------------------------------------------------------------------------------
@@ -281,11 +288,17 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
                 f"{run['memory_produce']:,.0f} rows/s ({limits.value_bytes:,.0f}-byte values)")
             run["full"] = session.snapshot(base)["rows_per_s"]
             log(f"{prefix} snapshot of all {options.rows:,} rows, chunk {base}: {run['full']:,.0f} rows/s")
-            shift = index % len(sizes)
-            for chunk in sizes[shift:] + sizes[:shift]:
-                result = session.snapshot(chunk, limit)
-                run["ranges"][chunk], run["cpu"][chunk] = result["rows_per_s"], result
-                log(f"{prefix} snapshot of {limit:,} rows, chunk {chunk}: {run['ranges'][chunk]:,.0f} rows/s")
+            repeats: dict[int, list[dict[str, float]]] = {chunk: [] for chunk in sizes}
+            for round_ in range(options.range_repeats):
+                shift = (index + round_) % len(sizes)
+                for chunk in sizes[shift:] + sizes[:shift]:
+                    repeats[chunk].append(session.snapshot(chunk, limit))
+                    log(f"{prefix} snapshot of {limit:,} rows, chunk {chunk}: "
+                        f"{repeats[chunk][-1]['rows_per_s']:,.0f} rows/s")
+            for chunk, results in repeats.items():
+                middle = median_result(results)
+                run["ranges"][chunk], run["cpu"][chunk] = middle["rows_per_s"], middle
+                run.setdefault("range_samples", {})[str(chunk)] = [r["rows_per_s"] for r in results]
         finally:
             exit_report = session.close()
         if exit_report is not None:
@@ -490,6 +503,7 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
     parameters = {
         "rows": options.rows, "range_rows": limit, "table": f"public.{table} ({SNAPSHOT_TABLE})",
         "live_table": NARROW_TABLE, "base_chunk_size": base, "chunk_sizes": sizes, "live_rate": options.live_rate,
+        "range_repeats": options.range_repeats, "range_samples": [r["range_samples"] for r in idle],
         "live_tx_rows": options.live_tx_rows, "idle_s": options.idle_s, "warmup_s": options.warmup_s,
         "offset_flush_interval_ms": FLUSH_INTERVAL_MS, "watermarks": "logical-decoding messages (no signal table)",
         "connector_overrides": options.connector_overrides,
