@@ -144,3 +144,48 @@ def test_a_streams_inserts_just_above_the_stored_keys_are_appended(spark: Any, t
     expected = {i: "first" for i in range(1, 1001)} | {i: "above" for i in range(1001, 1101)} | {1101: "next",
                                                                                                   500: "again"}
     assert rows(spark, path) == expected
+
+
+def phases(applier: BatchApplier) -> set[str]:
+    assert applier.last_clock is not None
+    return set(applier.last_clock.ms)
+
+
+def test_a_batch_its_key_span_proves_new_is_appended_without_the_split(spark: Any, tmp_path: Path) -> None:
+    """No delete, and every key outside the stored range: the batch goes straight to one append
+    (no split, no counts: no ``order_dedup`` phase), still the newest event per key. One key inside
+    the range brings the split back."""
+    table, cfg, path = setup(tmp_path, "span")
+    applier = BatchApplier(cfg)
+    first = [table.event("c", 100, 100 + i, after={"id": str(i), "v": "first"}) for i in range(1, 101)]
+    applier(batch(spark, table.topic, first, 0), 0)  # creates the table: keys 1..100
+    assert "order_dedup" not in phases(applier) and "append" in phases(applier), phases(applier)
+    above = [table.event("c", 200, 200 + i, after={"id": str(i), "v": "above"}) for i in range(101, 151)]
+    above += [table.event("u", 500, 500, after={"id": "120", "v": "newest"}),
+              table.event("u", 150, 150, after={"id": "130", "v": "older than its insert"})]
+    applier(batch(spark, table.topic, above, 100), 1)
+    assert "order_dedup" not in phases(applier) and "merge" not in phases(applier), phases(applier)
+    expected = {i: "first" for i in range(1, 101)} | {i: "above" for i in range(101, 151)} | {120: "newest"}
+    assert rows(spark, path) == expected
+    assert operations(spark, path)[-1] == "WRITE"
+    mixed = [table.event("c", 400, 400, after={"id": "151", "v": "new"}),
+             table.event("u", 400, 401, after={"id": "5", "v": "updated"})]
+    applier(batch(spark, table.topic, mixed, 152), 2)
+    assert "order_dedup" in phases(applier), phases(applier)
+    assert rows(spark, path) == expected | {151: "new", 5: "updated"}
+
+
+def test_keys_outside_a_restarted_jobs_range_still_meet_their_tombstones(spark: Any, tmp_path: Path) -> None:
+    """A restarted job reads the stored range from the table's rows, which no longer hold a deleted
+    maximum key: a late, older event of that key lies outside the range and the batch takes the
+    append without the split, but the tombstone still drops the event."""
+    table, cfg, path = setup(tmp_path, "restarted")
+    BatchApplier(cfg)(batch(spark, table.topic, [table.event("c", 100, 100 + i, after={"id": str(i), "v": "c"})
+                                                 for i in range(1, 11)], 0), 0)
+    BatchApplier(cfg)(batch(spark, table.topic, [table.event("d", 200, 200, before={"id": "10", "v": "c"})], 10), 1)
+    restarted = BatchApplier(cfg)  # stored range 1..9
+    late = [table.event("r", 150, 150, after={"id": "10", "v": "older than its delete"}),
+            table.event("c", 300, 300, after={"id": "11", "v": "new"})]
+    restarted(batch(spark, table.topic, late, 11), 2)
+    assert "order_dedup" not in phases(restarted), phases(restarted)
+    assert rows(spark, path) == {i: "c" for i in range(1, 10)} | {11: "new"}
