@@ -228,28 +228,6 @@ def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None
 
 
 @pytest.mark.parametrize(
-    ("stored", "batch", "proven"),
-    [
-        ({"id": (1, 100)}, {"id": (101, 150)}, True),  # wholly above: a sequence key's inserts
-        ({"id": (1, 100)}, {"id": (-5, 0)}, True),  # wholly below
-        ({"id": (1, 100)}, {"id": (100, 150)}, False),  # touches the stored maximum
-        ({"id": (1, 100)}, {"id": (50, 60)}, False),  # inside
-        ({"id": (1, 100)}, {"id": (None, None)}, False),  # no good event: nothing proven
-        ({"id": None}, {"id": (1, 5)}, True),  # no stored rows
-        ({"id": (1, 100), "day": (10, 20)}, {"id": (5, 6), "day": (30, 31)}, True),  # one column suffices
-        ({"id": (1, 100), "day": (10, 20)}, {"id": (5, 6), "day": (15, 31)}, False),
-        (None, {"id": (101, 150)}, False),  # no rangeable key column
-    ],
-)
-def test_a_batch_is_proven_new_only_when_its_span_of_one_key_column_misses_the_stored_range(
-    stored: dict[str, tuple[int, int] | None] | None, batch: dict[str, tuple[int | None, int | None]], proven: bool,
-) -> None:
-    from spark_jobs.split import KeyRange, wholly_outside
-
-    assert wholly_outside(None if stored is None else KeyRange(stored), batch) is proven
-
-
-@pytest.mark.parametrize(
     ("type_name", "ddl"),
     [
         ("line", "STRUCT<`a`: DOUBLE, `b`: DOUBLE, `c`: DOUBLE>"),
