@@ -28,8 +28,7 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 7. split by shape (``spark_jobs.split``): rows whose keys are provably new (new table, key outside
    the table's key range, or a snapshot read an anti-join did not find) are appended, unless the
    batch needs a MERGE anyway and they are its smaller part, or few and not snapshot reads (then
-   the MERGE inserts them: one commit instead of two); a batch whose counts and key span prove
-   every row new (no delete or truncate, keys all outside the range) is appended without the split;
+   the MERGE inserts them: one commit instead of two);
 8. MERGE the rest: delete when matched and newer; update when matched and newer (keeping the stored
    value of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not
    matched and not a delete. ``deletion_vectors`` in the config turns Delta's deletion vectors on.
@@ -45,7 +44,6 @@ restart); bad records and incompatible schemas never do.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import time
@@ -69,7 +67,7 @@ from spark_jobs.frame import (
     schema_texts,
 )
 from spark_jobs.job_config import ApplyJobConfig, load_job_config
-from spark_jobs.kafka_source import change_stream, is_spark_55271, min_partitions
+from spark_jobs.kafka_source import change_stream, min_partitions
 from spark_jobs.phases import PhaseClock
 from spark_jobs.split import fold_appends
 from spark_jobs.sqltext import sql_string
@@ -291,57 +289,49 @@ class BatchApplier:
                 changes = decode.fill_unchanged(changes, columns, keys)
             latest = decode.newest_per_key(changes, keys)
             bounds = decode.key_bounds(stats, columns, keys)
-            latest, tombs_exist = writer.drop_tombstoned(spark, latest, keys, writer.tomb_path(path), bounds)
-            if writer.all_new(spark, path, state, columns, keys, stats):  # no split: one append, deduplicated in it
-                with self._phase("append"):
-                    writer.append(spark, latest, columns, path, name, batch_id)
+            tomb_path = writer.tomb_path(path)
+            latest, tombs_exist = writer.drop_tombstoned(spark, latest, keys, tomb_path, bounds)
+            # Materialized once: the plan reads the tombstone table and the target, which the writes
+            # below change; both the append and the MERGE read it.
+            with self._phase("order_dedup"):
+                tagged = writer.tag(spark, latest, columns, keys, path, state, stats, bounds)
+                tagged = self.cache.checkpoint(tagged, eager=True)
+                counts = tagged.agg(
+                    F.count(F.when(F.col("_dest") == "append", 1)).alias("append"),
+                    F.count(F.when(F.col("_dest") == "merge", 1)).alias("merge"),
+                    F.count(F.when((F.col("_dest") == "append") & (F.col("_cdc_op") == "r"), 1)).alias("append_reads"),
+                ).first()
+            if stats.deletes:
+                with self._phase("tombstones"):
+                    writer.write_tombstones(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys, tomb_path,
+                                            name, batch_id, tombs_exist)
+            if fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
+                with self._phase("merge"):
+                    writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
             else:
-                self._write_split(spark, latest, columns, keys, path, name, batch_id, state, stats, bounds, tombs_exist)
+                if counts.append:
+                    with self._phase("append"):
+                        writer.append(spark, tagged.where(F.col("_dest") == "append"), columns, path, name,
+                                      batch_id)
+                if counts.merge:
+                    with self._phase("merge"):
+                        writer.merge(spark, tagged.where(F.col("_dest") == "merge"), columns, keys, path, name,
+                                     batch_id, bounds)
             writer.widen_range(path, stats, columns, keys)
             with self._phase("tombstone_gc"):
                 writer.collect_tombstones(spark, path, name, batch_id)
         finally:
             writer.clear_txn(spark)
 
-    def _write_split(self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str,
-                     batch_id: int, state: TableState | None, stats: Any, bounds: Any, tombs_exist: bool) -> None:
-        """The batch split by shape (``spark_jobs.split``), its deletes' tombstones, the append and the MERGE."""
-        from pyspark.sql import functions as F
-
-        writer = self.writer
-        tomb_path = writer.tomb_path(path)
-        # Materialized once: the plan reads the tombstone table and the target, which the writes
-        # below change; both the append and the MERGE read it.
-        with self._phase("order_dedup"):
-            tagged = writer.tag(spark, latest, columns, keys, path, state, stats, bounds)
-            tagged = self.cache.checkpoint(tagged, eager=True)
-            counts = tagged.agg(
-                F.count(F.when(F.col("_dest") == "append", 1)).alias("append"),
-                F.count(F.when(F.col("_dest") == "merge", 1)).alias("merge"),
-                F.count(F.when((F.col("_dest") == "append") & (F.col("_cdc_op") == "r"), 1)).alias("append_reads"),
-            ).first()
-        if stats.deletes:
-            with self._phase("tombstones"):
-                writer.write_tombstones(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys, tomb_path,
-                                        name, batch_id, tombs_exist)
-        if fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
-            with self._phase("merge"):
-                writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
-        else:
-            if counts.append:
-                with self._phase("append"):
-                    writer.append(spark, tagged.where(F.col("_dest") == "append"), columns, path, name, batch_id)
-            if counts.merge:
-                with self._phase("merge"):
-                    writer.merge(spark, tagged.where(F.col("_dest") == "merge"), columns, keys, path, name,
-                                 batch_id, bounds)
-
     def _dead_letters(self, parts: list[Any], topic: str, batch_id: int, count: int | None = None) -> None:
         """One append of ``parts`` (raw columns and ``reason``), if any; ``count``: their rows, if known."""
         if not parts:
             return
+        rows = parts[0]
+        for part in parts[1:]:
+            rows = rows.unionByName(part)
         with self._phase("dead_letters"):
-            self.dead_letters.append(functools.reduce(lambda a, b: a.unionByName(b), parts), topic, batch_id, count)
+            self.dead_letters.append(rows, topic, batch_id, count)
 
     def _dead_letter(self, rows: Any, topic: str, reason: str, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -363,9 +353,17 @@ def start_query(spark: Any, cfg: ApplyJobConfig) -> Any:
     return writer.start()
 
 
+def _is_spark_55271(exc: BaseException) -> bool:
+    """Spark 4.1.1's Kafka source fails its progress report with a NullPointerException in
+    ``KafkaMicroBatchStream.metrics`` after re-running the batch a crash left uncommitted
+    (SPARK-55271 / SPARK-57438, fixed upstream). The batch is committed by then."""
+    text = str(exc)
+    return '"scala.Option.get()" is null' in text and "IterableOps.map" in text
+
+
 def run(spark: Any, cfg: ApplyJobConfig, max_restarts: int = 3) -> None:
     """Run the query until it stops; restart it from its checkpoint after SPARK-55271 (see
-    :func:`~spark_jobs.kafka_source.is_spark_55271`), at most ``max_restarts`` times in a row."""
+    :func:`_is_spark_55271`), at most ``max_restarts`` times in a row."""
     from pyspark.errors import StreamingQueryException
 
     restarts = 0
@@ -375,7 +373,7 @@ def run(spark: Any, cfg: ApplyJobConfig, max_restarts: int = 3) -> None:
             query.awaitTermination()
             return
         except StreamingQueryException as exc:
-            if not is_spark_55271(exc) or restarts >= max_restarts:
+            if not _is_spark_55271(exc) or restarts >= max_restarts:
                 raise
             restarts += 1
             print(f"apply_changes: restarting the query after Spark's Kafka metrics bug (SPARK-55271): "

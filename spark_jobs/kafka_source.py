@@ -59,11 +59,3 @@ def change_stream(spark: Any, cfg: ApplyJobConfig) -> Any:
     if cfg.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
     return reader.option("minPartitions", str(min_partitions(spark, cfg))).load()
-
-
-def is_spark_55271(exc: BaseException) -> bool:
-    """Spark 4.1.1's Kafka source fails its progress report with a NullPointerException in
-    ``KafkaMicroBatchStream.metrics`` after re-running the batch a crash left uncommitted
-    (SPARK-55271 / SPARK-57438, fixed upstream). The batch is committed by then."""
-    text = str(exc)
-    return '"scala.Option.get()" is null' in text and "IterableOps.map" in text

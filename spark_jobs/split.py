@@ -96,26 +96,6 @@ def outside(key_range: KeyRange | None) -> Any:
     return test
 
 
-def wholly_outside(key_range: KeyRange | None, batch: dict[str, tuple[Any, Any]]) -> bool:
-    """Whether every key of a batch lies outside the stored range (so :func:`outside` holds for each of
-    its rows), judged from the batch's span alone: ``batch`` maps a rangeable key column to the
-    ``(min, max)`` of its events' keys. True when one column's stored range is empty, or when the
-    batch's span of one column lies wholly below or above that column's stored range; a column the
-    batch has no span for proves nothing. Never true without a stored range (``key_range`` None:
-    no rangeable key column)."""
-    if key_range is None:
-        return False
-    for name, have in key_range.bounds.items():
-        if have is None:
-            return True
-        span = batch.get(name)
-        if span is None or span[0] is None or span[1] is None:
-            continue
-        if span[0] > have[1] or span[1] < have[0]:
-            return True
-    return False
-
-
 def tag(latest: Any, new_table: bool, key_range: KeyRange | None, target_keys: Any | None) -> Any:
     """``latest`` plus ``_dest`` (``append`` or ``merge``, see the module docstring).
 

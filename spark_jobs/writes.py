@@ -111,31 +111,16 @@ class DeltaWriter:
             target_keys = ranged.select(*[F.col(quote(k)) for k in keys])
         return split.tag(latest, False, self._ranges[path], target_keys)
 
-    def all_new(
-        self, spark: Any, path: str, state: TableState | None, columns: list[ColumnSpec], keys: list[str], stats: Any,
-    ) -> bool:
-        """Whether :meth:`tag` would tag every event of the batch ``append`` and none ``merge``, judged from the
-        batch's counts and key span (``stats``) without running it: no delete and no truncate, and the table was
-        created in this batch or the batch's keys all lie outside its stored range (``split.wholly_outside``).
-        Such a batch needs neither the split nor its counts: only the append."""
-        if stats.deletes or stats.trunc is not None:
-            return False
-        if state is None:  # created in this batch: empty
-            self._ranges.pop(path, None)
-            return True
-        if path not in self._ranges:
-            target = spark.read.format("delta").load(path)
-            self._ranges[path] = split.stored_key_range(target, columns, keys)
-        return split.wholly_outside(self._ranges[path], _batch_span(stats, columns, keys))
-
     def widen_range(self, path: str, stats: Any, columns: list[ColumnSpec], keys: list[str]) -> None:
         """After the batch's writes: the table's key range includes the batch's (``_kmin_<i>`` /
         ``_kmax_<i>`` of ``_key_range_aggregates``, over every good change event)."""
         names = split.rangeable_keys(columns, keys)
         if not names:
             return
+        found = stats.asDict()
+        batch = {k: (found.get(f"_kmin_{keys.index(k)}"), found.get(f"_kmax_{keys.index(k)}")) for k in names}
         have = self._ranges.get(path) or split.KeyRange({k: None for k in names})
-        self._ranges[path] = have.widened(_batch_span(stats, columns, keys))
+        self._ranges[path] = have.widened(batch)
 
     def append(self, spark: Any, rows: Any, columns: list[ColumnSpec], path: str, name: str, batch_id: int) -> None:
         """Provably new rows: a plain Delta append (no join with the table, no file rewritten)."""
@@ -232,14 +217,6 @@ def _auto_compact(spark: Any, path: str) -> None:
     properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()}
     if properties.get(AUTO_COMPACT) != "true":
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({sql_string(AUTO_COMPACT)} = 'true')")
-
-
-def _batch_span(stats: Any, columns: list[ColumnSpec], keys: list[str]) -> dict[str, tuple[Any, Any]]:
-    """Per rangeable key column, ``(min, max)`` of the batch's good change events (``_kmin_<i>`` / ``_kmax_<i>``
-    of ``decode.key_range_aggregates``)."""
-    found = stats.asDict()
-    return {k: (found.get(f"_kmin_{keys.index(k)}"), found.get(f"_kmax_{keys.index(k)}"))
-            for k in split.rangeable_keys(columns, keys)}
 
 
 def merge_condition(keys: list[str], bounds: Bounds) -> str:

@@ -204,12 +204,12 @@ def test_key_columns_must_match_the_stored_table() -> None:
 
 
 def test_only_the_known_kafka_metrics_failure_restarts_the_query() -> None:
-    from spark_jobs.kafka_source import is_spark_55271
+    from spark_jobs.apply_changes import _is_spark_55271
 
     npe = ('[STREAM_FAILED] Query terminated with exception: Cannot invoke "scala.collection.IterableOps.map('
            'scala.Function1)" because the return value of "scala.Option.get()" is null SQLSTATE: XXKST')
-    assert is_spark_55271(RuntimeError(npe))
-    assert not is_spark_55271(RuntimeError("[STREAM_FAILED] DELTA_CONCURRENT_APPEND"))
+    assert _is_spark_55271(RuntimeError(npe))
+    assert not _is_spark_55271(RuntimeError("[STREAM_FAILED] DELTA_CONCURRENT_APPEND"))
 
 
 def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None:
