@@ -181,6 +181,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     for key, value in DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, QUICK[key] if args.quick else value)
+    if args.range_repeats < 1:
+        parser.error(f"--range-repeats {args.range_repeats}: give at least 1 (key-range snapshots per chunk size)")
     if len(args.apply_batches) != 2:
         parser.error("--apply-batches takes two sizes: SMALL,LARGE")
     args.measured_max_rate = None

@@ -272,7 +272,7 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
     rss_peaks: list[float] = []
     for index in range(options.runs):
         session = _Session(settings, options, table, "snap")
-        run: dict[str, Any] = {"ranges": {}, "cpu": {}}
+        run: dict[str, Any] = {"ranges": {}, "cpu": {}, "range_samples": {}}
         prefix = f"  run {index + 1}/{options.runs}:"
         try:
             lat = session.idle_latency()
@@ -298,7 +298,7 @@ def run_snapshot(settings: StackSettings, options: SnapshotOptions, log: Any = p
             for chunk, results in repeats.items():
                 middle = median_result(results)
                 run["ranges"][chunk], run["cpu"][chunk] = middle["rows_per_s"], middle
-                run.setdefault("range_samples", {})[str(chunk)] = [r["rows_per_s"] for r in results]
+                run["range_samples"][str(chunk)] = [r["rows_per_s"] for r in results]
         finally:
             exit_report = session.close()
         if exit_report is not None:
