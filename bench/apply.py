@@ -110,7 +110,8 @@ PHASE_NOTES = {
     "ddl": "a large batch: CREATE/ALTER TABLE when the schema changed",
     "order_dedup": "a large batch: newest event per key (window), minus events older than a kept tombstone, "
                    "split by shape (append / merge), materialized, counted",
-    "tombstones": "a large batch: the append of the batch's deletes to the tombstone table",
+    "tombstones": "a large batch: waiting, after the MERGE, for the append of the batch's deletes to the "
+                  "tombstone table, which runs beside the MERGE",
     "append": "a large batch: the plain Delta append of the rows whose keys are provably new",
     "merge": "a large batch: the target table's MERGE of the other rows, all of it",
     "tombstone_gc": "a large batch: removing expired tombstones",

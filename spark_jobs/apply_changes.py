@@ -21,10 +21,10 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
 4. compute ``_cdc_seq`` (see ``sequence``) and keep the newest event per key;
 5. a truncate (``op: t``) deletes every stored row older than it and is remembered as the
    table's truncate horizon (older events arriving later are dropped);
-6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``, appended)
-   so that a late, older event cannot bring a deleted row back; an event older than the newest
-   kept tombstone of its key is dropped; tombstones older than ``tombstone_retention_hours`` are
-   removed;
+6. deletes are remembered as tombstones (``<target_root>/_tombstones/<schema>/<table>``, appended
+   beside the MERGE: ``spark_jobs.side_write``) so that a late, older event cannot bring a deleted
+   row back; an event older than the newest kept tombstone of its key is dropped; tombstones older
+   than ``tombstone_retention_hours`` are removed;
 7. split by shape (``spark_jobs.split``): rows whose keys are provably new (new table, key outside
    the table's key range, or a snapshot read an anti-join did not find) are appended, unless the
    batch needs a MERGE anyway and they are its smaller part, or few and not snapshot reads (then
@@ -270,7 +270,7 @@ class BatchApplier:
         """Truncate, newest event per key, tombstones, then the append of new keys and the MERGE."""
         from pyspark.sql import functions as F
 
-        writer = self.writer
+        writer, side = self.writer, None
         try:
             changes = events.where(F.col("_cdc_op") != "t")
             batch_trunc = sequence.seq_tuple(stats.trunc)
@@ -301,10 +301,9 @@ class BatchApplier:
                     F.count(F.when(F.col("_dest") == "merge", 1)).alias("merge"),
                     F.count(F.when((F.col("_dest") == "append") & (F.col("_cdc_op") == "r"), 1)).alias("append_reads"),
                 ).first()
-            if stats.deletes:
-                with self._phase("tombstones"):
-                    writer.write_tombstones(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys, tomb_path,
-                                            name, batch_id, tombs_exist)
+            if stats.deletes:  # beside the MERGE (another table), waited for after it
+                side = writer.tombstones_beside(spark, tagged.where(F.col("_cdc_op") == "d"), columns, keys,
+                                                tomb_path, name, batch_id, tombs_exist, self._clock)
             if fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
                 with self._phase("merge"):
                     writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
@@ -317,10 +316,15 @@ class BatchApplier:
                     with self._phase("merge"):
                         writer.merge(spark, tagged.where(F.col("_dest") == "merge"), columns, keys, path, name,
                                      batch_id, bounds)
+            if side is not None:
+                with self._phase("tombstones"):
+                    side.wait()
             writer.widen_range(path, stats, columns, keys)
             with self._phase("tombstone_gc"):
                 writer.collect_tombstones(spark, path, name, batch_id)
         finally:
+            if side is not None:
+                side.join()
             writer.clear_txn(spark)
 
     def _dead_letters(self, parts: list[Any], topic: str, batch_id: int, count: int | None = None) -> None:

@@ -49,6 +49,18 @@ class PhaseClock:
             self._sc.removeJobTag(tag)
             self._tags.setdefault(name, []).append(tag)
 
+    @contextmanager
+    def tagged(self, name: str) -> Iterator[None]:
+        """Tag the Spark jobs the current thread starts as phase ``name`` without timing them: for
+        work on another thread (``spark_jobs.side_write``), whose wait the batch's thread times."""
+        tag = f"signaller-apply-{self.batch_id}-{name}-{next(_TAGS)}"
+        self._sc.addJobTag(tag)
+        try:
+            yield
+        finally:
+            self._sc.removeJobTag(tag)
+            self._tags.setdefault(name, []).append(tag)
+
     def finish(self) -> None:
         self._ended = time.perf_counter()
 

@@ -21,6 +21,8 @@ from typing import Any
 from spark_jobs import split
 from spark_jobs.connect_schema import ColumnSpec, quote
 from spark_jobs.job_config import ApplyJobConfig
+from spark_jobs.phases import PhaseClock
+from spark_jobs.side_write import SideWrite
 from spark_jobs.sqltext import sql_string
 from spark_jobs.tables import META_COLUMNS, TableState
 
@@ -50,8 +52,11 @@ class DeltaWriter:
         finally:
             self.clear_txn(spark)
 
+    def _app_id(self, operation: str, name: str) -> str:
+        return f"{self.cfg.effective_app_id}:{operation}:{name}"
+
     def _txn(self, spark: Any, operation: str, name: str, batch_id: int) -> None:
-        spark.conf.set("spark.databricks.delta.write.txnAppId", f"{self.cfg.effective_app_id}:{operation}:{name}")
+        spark.conf.set("spark.databricks.delta.write.txnAppId", self._app_id(operation, name))
         spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
 
     def clear_txn(self, spark: Any) -> None:
@@ -130,6 +135,18 @@ class DeltaWriter:
             .write.format("delta").mode("append").save(path)
         )
 
+    def create_tombstones(self, spark: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str) -> None:
+        """Create ``tomb_path``'s tombstone table (the key columns, ``_cdc_seq``, ``_deleted_at``)
+        unless it exists. On the batch's thread, before :meth:`write_tombstones` runs beside the MERGE."""
+        types = {c.name: c.target_ddl for c in columns}
+        cols = ", ".join(f"{quote(k)} {types[k]}" for k in keys)
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS delta.`{tomb_path}` ({cols}, "
+            "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _deleted_at TIMESTAMP) "
+            f"USING DELTA TBLPROPERTIES ({sql_string(AUTO_COMPACT)} = 'true')"
+        )
+        self._known.add(tomb_path)
+
     def write_tombstones(
         self, spark: Any, deletes: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
         batch_id: int, exists: bool,
@@ -139,23 +156,32 @@ class DeltaWriter:
         later simply gets a newer row (:meth:`drop_tombstoned` takes the newest). A key re-created
         after its delete keeps its tombstone until the retention ends; the target's sequence guard
         already stops every event older than the re-created row. The table compacts its small
-        files itself (:data:`AUTO_COMPACT`)."""
+        files itself (:data:`AUTO_COMPACT`).
+
+        The idempotent-write id travels as write options, not in the session's configuration: with
+        ``exists`` the append may run on another thread while the MERGE sets that configuration
+        (``spark_jobs.side_write``)."""
         from pyspark.sql import functions as F
 
         if not exists:
-            types = {c.name: c.target_ddl for c in columns}
-            cols = ", ".join(f"{quote(k)} {types[k]}" for k in keys)
-            spark.sql(
-                f"CREATE TABLE IF NOT EXISTS delta.`{tomb_path}` ({cols}, "
-                "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _deleted_at TIMESTAMP) "
-                f"USING DELTA TBLPROPERTIES ({sql_string(AUTO_COMPACT)} = 'true')"
-            )
-            self._known.add(tomb_path)
-        self._txn(spark, "tombstones", name, batch_id)
+            self.create_tombstones(spark, columns, keys, tomb_path)
         (
             deletes.select(*[quote(k) for k in keys], "_cdc_seq", F.current_timestamp().alias("_deleted_at"))
-            .write.format("delta").mode("append").save(tomb_path)
+            .write.format("delta").mode("append")
+            .option("txnAppId", self._app_id("tombstones", name)).option("txnVersion", str(batch_id))
+            .save(tomb_path)
         )
+
+    def tombstones_beside(
+        self, spark: Any, deletes: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
+        batch_id: int, exists: bool, clock: PhaseClock | None,
+    ) -> SideWrite:
+        """:meth:`write_tombstones` started on a thread of its own (``spark_jobs.side_write``), to run
+        beside the MERGE; the table is created first, on this thread, when it does not exist."""
+        if not exists:
+            self.create_tombstones(spark, columns, keys, tomb_path)
+        return SideWrite(lambda: self.write_tombstones(spark, deletes, columns, keys, tomb_path, name, batch_id, True),
+                         clock, "tombstones")
 
     def collect_tombstones(self, spark: Any, path: str, name: str, batch_id: int) -> None:
         """Remove tombstones older than the retention, after the target MERGE has used them: every
