@@ -41,3 +41,24 @@ def test_building_a_column_does_not_record_its_call_site_in_the_jvm(spark: Any) 
     # Three calls per function (two reflection lookups and the call); 16 for these two with
     # debugging on.
     assert len(made) <= 6, calls
+
+
+def test_a_cdf_merge_writes_data_and_change_files_without_sorting_them(spark: Any, tmp_path: Any) -> None:
+    """Concurrent output writers: at least two (data files and change files), so the MERGE's rewrite
+    is not sorted by Delta's ``__is_cdc`` first; and the MERGE still writes both correctly."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    assert int(spark.conf.get("spark.sql.maxConcurrentOutputFileWriters")) >= 2
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING DELTA "
+              "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    spark.range(1000).select("id", F.lit("a").alias("v")).repartition(2).write.format("delta").mode("append").save(path)
+    source = spark.range(0, 1100, 10).select("id", F.lit("b").alias("v"))
+    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedDelete(condition="s.id % 20 = 0").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    stored = {r.id: r.v for r in spark.read.format("delta").load(path).collect()}
+    assert len(stored) == 1000 - 50 + 10 and stored[10] == "b" and stored[11] == "a" and 20 not in stored
+    changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).load(path)
+    kinds = {r._change_type: r["count"] for r in changes.groupBy("_change_type").count().collect()}
+    assert kinds == {"delete": 50, "update_preimage": 50, "update_postimage": 50, "insert": 10}
