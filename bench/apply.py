@@ -124,14 +124,28 @@ PHASE_NOTES = {
 """What each ``apply.phase_ms.<phase>`` figure measures (``<merge phase>.<sub-phase>``: Delta's metrics)."""
 
 
+CPU_NOTES = {
+    "jit": "a large batch: CPU of the Spark JVM's JIT compiler threads (C1, C2), from /proc; a fresh JVM "
+           "compiles Spark's and Delta's code for minutes, on the cores the tasks need",
+    "gc": "a large batch: CPU of the JVM's garbage collector threads",
+    "tasks": "a large batch: CPU of the Spark task threads",
+    "all": "a large batch: CPU of every thread of the Spark JVM",
+}
+"""What each ``apply.jvm_cpu_s_per_batch.<group>`` figure measures (``bench.spark_worker.THREAD_GROUPS``)."""
+
+
 def _phase_figures(tput: list[dict[str, float]]) -> dict[str, Figure]:
-    """``phase_ms.<phase>`` and ``spark_<jobs|stages|tasks>_per_batch`` of the large batches."""
+    """``phase_ms.<phase>``, ``spark_<jobs|stages|tasks>_per_batch`` and ``jvm_cpu_s_per_batch.<group>``
+    of the large batches."""
     out: dict[str, Figure] = {}
     for key in dict.fromkeys(k for row in tput for k in row if k.startswith("phase:")):
         name = key.removeprefix("phase:")
         values = [row.get(key, math.nan) for row in tput]
         note = PHASE_NOTES.get(name) or PHASE_NOTES.get(name.split(".")[0], "") + " (Delta's metrics)"
-        if name.startswith("spark_"):
+        if name.startswith("cpu."):
+            group = name.removeprefix("cpu.")
+            out[f"jvm_cpu_s_per_batch.{group}"] = summarize(values, "CPU s", digits=2, note=CPU_NOTES.get(group, ""))
+        elif name.startswith("spark_"):
             out[f"{name}_per_batch"] = summarize(values, name.removeprefix("spark_"), digits=0, note=note)
         else:
             out[f"phase_ms.{name}"] = summarize(values, "ms", digits=0, note=note)
@@ -381,6 +395,8 @@ def batch_phases(report: dict[str, Any]) -> dict[str, float]:
     spark = report.get("spark") or {}
     for what in ("jobs", "stages", "tasks"):
         out[f"spark_{what}"] = float(sum(p.get(what, 0) for p in spark.values()))
+    for group, seconds in (report.get("jvm_cpu_s") or {}).items():
+        out[f"cpu.{group}"] = float(seconds)
     for phase, table in (("merge", "target"), ("tombstones", "tombstones")):
         merges = [c["metrics"] for c in (report.get("delta") or {}).get(table, []) if c.get("operation") == "MERGE"]
         if not merges or phase not in out:
@@ -455,7 +471,10 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             log(f"  throughput run {index + 1}{dv}: {result['small']:,.0f} changes/s in batches of "
                 f"{options.small:,}, {result['large']:,.0f} in batches of {options.large:,}")
             breakdown = _mean(phases[f"{index}:large"])
-            log("    a large batch, ms: " + ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items()))
+            log("    a large batch, ms: " + ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items()
+                                                     if not k.startswith("cpu.")))
+            log("    a large batch, JVM CPU s: " + ", ".join(f"{k[4:]} {v:.2f}" for k, v in breakdown.items()
+                                                         if k.startswith("cpu.")))
             results.append(result)
         done, _ = worker.next_report(("batches_done",), seen, 600, "the row count")
         if done["rows"] != events.expected_rows or done["dead_letters"]:

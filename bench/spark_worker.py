@@ -38,6 +38,7 @@ runs the executors in it). On EOF or SIGTERM: stop the query and the session, th
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -72,6 +73,37 @@ def memory_kb(pid: int | None) -> tuple[int, int]:
     except OSError:
         pass
     return values["VmRSS"], values["VmHWM"]
+
+
+THREAD_GROUPS = (("jit", ("C1 CompilerThre", "C2 CompilerThre")), ("gc", ("GC Thread", "VM Thread")),
+                 ("tasks", ("Executor task",)))
+"""The JVM's threads by ``/proc/<pid>/task/*/comm`` prefix (Linux truncates names to 15 chars)."""
+
+
+def thread_cpu_s(pid: int | None) -> dict[str, float]:
+    """CPU seconds the JVM's threads used so far, per :data:`THREAD_GROUPS` group and ``all``
+    (threads that ended are not counted; empty when unknown, e.g. not Linux)."""
+    if pid is None:
+        return {}
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    out = {name: 0.0 for name, _ in THREAD_GROUPS} | {"all": 0.0}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return {}
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        seconds = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        out["all"] += seconds
+        for group, prefixes in THREAD_GROUPS:
+            if name.startswith(prefixes):
+                out[group] += seconds
+    return out
 
 
 def _latest_version(log: Path) -> int:
@@ -178,13 +210,15 @@ class Worker:
         for index, (label, start, end) in enumerate(command["batches"]):
             frame = self._read(command, start, end)
             versions = {name: _latest_version(log) for name, log in logs.items()}
-            t0 = time.perf_counter()
+            cpu0, t0 = thread_cpu_s(self.jvm_pid), time.perf_counter()
             applier(frame, index)
             seconds = time.perf_counter() - t0
+            cpu = {k: round(v - cpu0.get(k, 0.0), 2) for k, v in thread_cpu_s(self.jvm_pid).items()}
             clock = applier.last_clock
             time.sleep(0.2)  # the status tracker is fed by the listener bus, asynchronously
             report("batch", label=label, seconds=seconds,
                    phases_ms=clock.breakdown() if clock else {}, spark=clock.spark_work() if clock else {},
+                   jvm_cpu_s=cpu,
                    delta={name: _commits_since(log, versions[name]) for name, log in logs.items()})
         rows = self.spark.read.format("delta").load(path).count()
         report("batches_done", rows=rows, dead_letters=applier.stats["dead_letters"])

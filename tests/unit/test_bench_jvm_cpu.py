@@ -1,0 +1,59 @@
+"""The bench's JVM CPU per thread group (``bench.spark_worker.thread_cpu_s``) and its figures
+(``bench.apply``: ``apply.jvm_cpu_s_per_batch.<group>``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.apply import _phase_figures, batch_phases
+from bench.spark_worker import thread_cpu_s
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
+
+
+def test_a_thread_is_counted_in_the_group_its_name_starts_with() -> None:
+    """A thread named like HotSpot's C2 compiler thread that burns CPU shows up as ``jit``; the
+    process's other threads only in ``all``."""
+    named = threading.Event()
+    done = threading.Event()
+
+    def burn() -> None:
+        Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text("C2 CompilerThre")
+        named.set()
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+        done.wait(5)  # alive (and counted) until the second snapshot
+
+    thread = threading.Thread(target=burn)
+    thread.start()
+    named.wait(5)
+    before = thread_cpu_s(os.getpid())
+    time.sleep(0.6)
+    after = thread_cpu_s(os.getpid())
+    done.set()
+    thread.join()
+    assert after["jit"] - before["jit"] >= 0.2
+    assert after["all"] - before["all"] >= after["jit"] - before["jit"] - 0.02  # clock ticks, rounded
+    assert after["gc"] == before["gc"] == 0.0 and after["tasks"] == 0.0
+
+
+def test_unknown_process_gives_nothing() -> None:
+    assert thread_cpu_s(None) == {}
+    assert thread_cpu_s(2**22 + 12345) == {}  # beyond Linux's largest pid
+
+
+def test_a_batch_reports_cpu_seconds_per_group_as_their_own_figures() -> None:
+    reports = [{"phases_ms": {"merge": 3000.0, "total": 6000.0}, "jvm_cpu_s": {"jit": jit, "all": 11.0}}
+               for jit in (1.5, 2.5, 3.5)]
+    rows = [{f"phase:{k}": v for k, v in batch_phases(r).items()} for r in reports]
+    figures = _phase_figures(rows)
+    assert figures["jvm_cpu_s_per_batch.jit"]["median"] == 2.5
+    assert figures["jvm_cpu_s_per_batch.all"]["unit"] == "CPU s"
+    assert "phase_ms.cpu.jit" not in figures and figures["phase_ms.merge"]["median"] == 3000
