@@ -550,7 +550,9 @@ def snapshot_runs(settings: StackSettings, options: ApplyOptions, worker: _Spark
     out = {label: options.rows / seconds[label] for label in ("backfill", "resnapshot")}
     for label in ("backfill", "resnapshot"):
         log(f"  {label}: {options.rows:,} rows in {seconds[label]:.1f}s = {out[label]:,.0f} rows/s; a batch, ms: "
-            + ", ".join(f"{k} {v:,.0f}" for k, v in _mean(phases[label]).items()))
+            + ", ".join(f"{k} {v:,.0f}" for k, v in _mean(phases[label]).items() if not k.startswith("cpu."))
+            + "; JVM CPU s: " + ", ".join(f"{k[4:]} {v:.2f}" for k, v in _mean(phases[label]).items()
+                                          if k.startswith("cpu.")))
     return out
 
 
