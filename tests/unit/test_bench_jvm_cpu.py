@@ -20,22 +20,24 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 def test_a_thread_is_counted_in_the_group_its_name_starts_with() -> None:
     """A thread named like HotSpot's C2 compiler thread that burns CPU shows up as ``jit``; the
     process's other threads only in ``all``."""
-    named = threading.Event()
-    done = threading.Event()
+    named, go, burned, done = threading.Event(), threading.Event(), threading.Event(), threading.Event()
 
     def burn() -> None:
         Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text("C2 CompilerThre")
         named.set()
+        go.wait(5)  # only after the first snapshot
         end = time.thread_time() + 0.3
         while time.thread_time() < end:
             pass
+        burned.set()
         done.wait(5)  # alive (and counted) until the second snapshot
 
     thread = threading.Thread(target=burn)
     thread.start()
-    named.wait(5)
+    assert named.wait(5)
     before = thread_cpu_s(os.getpid())
-    time.sleep(0.6)
+    go.set()
+    assert burned.wait(10)
     after = thread_cpu_s(os.getpid())
     done.set()
     thread.join()
