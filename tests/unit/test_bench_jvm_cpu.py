@@ -1,20 +1,15 @@
-"""The bench's JVM CPU per thread group (``bench.spark_worker.thread_cpu_s``) and its figures
-(``bench.apply``: ``apply.jvm_cpu_s_per_batch.<group>``)."""
+"""The bench's JVM CPU per thread group (``bench.spark_worker.thread_cpu_s``, from Linux's /proc) and
+its figures (``bench.apply``: ``apply.jvm_cpu_s_per_batch.<group>``)."""
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from bench.apply import _phase_figures, batch_phases
 from bench.spark_worker import thread_cpu_s
-
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 
 
 def test_a_thread_is_counted_in_the_group_its_name_starts_with() -> None:
