@@ -408,6 +408,13 @@ def batch_phases(report: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def breakdown_text(breakdown: dict[str, float]) -> str:
+    """A batch's :func:`batch_phases` for the log: milliseconds (and counts), then JVM CPU seconds."""
+    ms = ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items() if not k.startswith("cpu."))
+    cpu = ", ".join(f"{k.removeprefix('cpu.')} {v:.2f}" for k, v in breakdown.items() if k.startswith("cpu."))
+    return f"ms: {ms}" + (f"; JVM CPU s: {cpu}" if cpu else "")
+
+
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     keys = list(dict.fromkeys(k for row in rows for k in row))
     return {k: sum(row.get(k, 0.0) for row in rows) / len(rows) for k in keys} if rows else {}
@@ -471,10 +478,7 @@ def throughput_runs(settings: StackSettings, options: ApplyOptions, worker: _Spa
             log(f"  throughput run {index + 1}{dv}: {result['small']:,.0f} changes/s in batches of "
                 f"{options.small:,}, {result['large']:,.0f} in batches of {options.large:,}")
             breakdown = _mean(phases[f"{index}:large"])
-            log("    a large batch, ms: " + ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items()
-                                                     if not k.startswith("cpu.")))
-            log("    a large batch, JVM CPU s: " + ", ".join(f"{k[4:]} {v:.2f}" for k, v in breakdown.items()
-                                                         if k.startswith("cpu.")))
+            log(f"    a large batch, {breakdown_text(breakdown)}")
             results.append(result)
         done, _ = worker.next_report(("batches_done",), seen, 600, "the row count")
         if done["rows"] != events.expected_rows or done["dead_letters"]:
@@ -549,10 +553,8 @@ def snapshot_runs(settings: StackSettings, options: ApplyOptions, worker: _Spark
         _admin_topics(settings, delete=[events.topic])
     out = {label: options.rows / seconds[label] for label in ("backfill", "resnapshot")}
     for label in ("backfill", "resnapshot"):
-        log(f"  {label}: {options.rows:,} rows in {seconds[label]:.1f}s = {out[label]:,.0f} rows/s; a batch, ms: "
-            + ", ".join(f"{k} {v:,.0f}" for k, v in _mean(phases[label]).items() if not k.startswith("cpu."))
-            + "; JVM CPU s: " + ", ".join(f"{k[4:]} {v:.2f}" for k, v in _mean(phases[label]).items()
-                                          if k.startswith("cpu.")))
+        log(f"  {label}: {options.rows:,} rows in {seconds[label]:.1f}s = {out[label]:,.0f} rows/s; a batch, "
+            + breakdown_text(_mean(phases[label])))
     return out
 
 

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.apply import _phase_figures, batch_phases
+from bench.apply import _phase_figures, batch_phases, breakdown_text
 from bench.spark_worker import thread_cpu_s
 
 
@@ -54,3 +54,9 @@ def test_a_batch_reports_cpu_seconds_per_group_as_their_own_figures() -> None:
     assert figures["jvm_cpu_s_per_batch.jit"]["median"] == 2.5
     assert figures["jvm_cpu_s_per_batch.all"]["unit"] == "CPU s"
     assert "phase_ms.cpu.jit" not in figures and figures["phase_ms.merge"]["median"] == 3000
+
+
+def test_the_log_line_keeps_milliseconds_and_cpu_seconds_apart() -> None:
+    line = breakdown_text({"merge": 3456.7, "spark_jobs": 25.0, "cpu.jit": 3.456, "cpu.all": 11.0})
+    assert line == "ms: merge 3,457, spark_jobs 25; JVM CPU s: jit 3.46, all 11.00"
+    assert breakdown_text({"merge": 1.0}) == "ms: merge 1"
