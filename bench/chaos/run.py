@@ -39,7 +39,7 @@ from bench.chaos.signals import SignalDriver
 from bench.chaos.supervisor import Supervised
 from bench.chaos.tables import PROBE, TABLES, create, source_rows
 from bench.chaos.topics import read_topic, replay
-from bench.chaos.verdict import compare, delta_rows, judge_signals, scan_statuses, signal_answers
+from bench.chaos.verdict import compare, delta_rows, failed_scans, judge_signals, scan_statuses, signal_answers
 from bench.results import RESULTS_DIR, machine_info
 from devtools.env import sidecar_env
 from devtools.settings import REPO_ROOT
@@ -336,6 +336,9 @@ def assemble(chaos: ChaosRun, phase: dict[str, Any], drained: dict[str, Any], ta
     for name in ("lost_rows", "stale_rows", "mismatched_rows", "checksum_differences", "lost_signals", "failed_scans"):
         if totals.get(name):
             failures.append(f"chaos.{name} = {totals[name]}")
+    failed = failed_scans(notifications, chaos.sidecar.log)
+    if failed:
+        failures.append(f"failed scans: {failed}")
     for kind, count in counts.items():
         if count["injected"] < count["planned"]:
             failures.append(f"fault {kind}: {count['injected']} of {count['planned']} injected")
@@ -368,7 +371,7 @@ def assemble(chaos: ChaosRun, phase: dict[str, Any], drained: dict[str, Any], ta
                                   batch_figures(chaos.job.log.read_text(errors="replace"))),
         "signals": judged,
         "signal_ledger": signals.ledger(),
-        "snapshots": {"table_scans": scans, "chunk_size_changes": signals.chunk_sizes,
+        "snapshots": {"table_scans": scans, "failed": failed, "chunk_size_changes": signals.chunk_sizes,
                       "read_only": phase["read_only"], "final": [s.id for s in phase["final"]]},
         "tables": tables,
         "chaos": totals,

@@ -20,6 +20,8 @@ from typing import Any
 from bench.chaos.tables import Rows, TableSpec
 
 ANSWER_LOG = re.compile(r"signal (\S+) from (\S+) (accepted|rejected)")
+SCAN_FAILURE_LOG = re.compile(r"[^\n]*(?:incremental snapshot of \S+ (?:failed|lost rows)|snapshot of \S+: )[^\n]*")
+"""The sidecar's log lines that say why a table scan ended ``SQL_EXCEPTION`` (``signaller.snapshot``)."""
 
 
 def checksum(rows: Rows, columns: list[str]) -> str:
@@ -92,3 +94,14 @@ def scan_statuses(notifications: list[dict[str, Any]]) -> dict[str, int]:
     """``TABLE_SCAN_COMPLETED`` notifications by status (``SQL_EXCEPTION`` means a snapshot lost rows)."""
     return dict(Counter(n.get("additional_data", {}).get("status", "?") for n in notifications
                         if n.get("type") == "TABLE_SCAN_COMPLETED"))
+
+
+def failed_scans(notifications: list[dict[str, Any]], sidecar_log: Path) -> list[dict[str, Any]]:
+    """Each ``SQL_EXCEPTION`` table scan (its table and notification timestamp), with the sidecar's log lines
+    saying why a scan failed (up to 5 in all, each cut to 400 characters): what a failed run's results must
+    show, since its work directory is gone afterwards."""
+    text = sidecar_log.read_text(errors="replace") if sidecar_log.exists() else ""
+    reasons = [line[:400] for line in SCAN_FAILURE_LOG.findall(text)][:5]
+    scans = [(n, n.get("additional_data", {})) for n in notifications if n.get("type") == "TABLE_SCAN_COMPLETED"]
+    return [{"table": data.get("scanned_collection"), "timestamp": n.get("timestamp"), "log": reasons}
+            for n, data in scans if data.get("status") == "SQL_EXCEPTION"]

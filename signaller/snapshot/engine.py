@@ -24,7 +24,10 @@ window's last key once the window's last READ was emitted; a read in flight at a
 Contracts: ``apply`` never raises (except a ``SinkError``: Kafka failing), every problem becomes a
 rejected ``SignalOutcome`` with a reason; signal patterns are matched with RE2. Every row a chunk
 SELECT read is either emitted or superseded by a streamed change; a table whose counts do not add up
-finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. ``emit_reads`` (optional) sends
+finishes ``SQL_EXCEPTION`` (with an error log), never ``SUCCEEDED``. A read the database refused ends its
+table ``SQL_EXCEPTION``; a read that was interrupted (connection lost, server restarting) raises
+``TransientSourceError`` from ``poll_reads`` instead (``reading.retry_if_interrupted``): the session is retried and
+the table goes on from its stored last key. ``emit_reads`` (optional) sends
 a slice of READ rows of one table in one call (the runtime's bulk path); else each READ is a
 ``ChangeEvent`` given to ``emit``. Parts: ``requests``, ``tables``, ``blocking``, ``status``, ``window``,
 ``toast_fold``, ``reading``, ``finishing``, ``visibility``, ``state``, ``notifications``; the source only through
@@ -68,6 +71,7 @@ from signaller.snapshot.reading import (
     RestSlice,
     fetch_rest,
     read_window,
+    retry_if_interrupted,
 )
 from signaller.snapshot.requests import FilterCompiler, SnapshotRequests, signal_pattern, stopped_by
 from signaller.snapshot.state import Key, QueuedTable, SnapshotState
@@ -457,6 +461,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             try:
                 prepared = self._describe(head)
             except (ChunkQueryError, SourceError) as exc:
+                retry_if_interrupted(exc, f"describing {head.table}")
                 log.warning("incremental snapshot of %s failed: %s", head.table, exc)
                 self._finish_table("SQL_EXCEPTION")
                 continue
@@ -492,6 +497,7 @@ class IncrementalSnapshotter(Generic[ChangeT]):
             try:
                 prepared = self._prepare(self._state.queue[0])
             except (ChunkQueryError, SourceError) as exc:
+                retry_if_interrupted(exc, f"preparing {self._state.queue[0].table}")
                 log.warning("incremental snapshot of %s failed: %s", self._state.queue[0].table, exc)
                 self._finish_table("SQL_EXCEPTION")
                 continue

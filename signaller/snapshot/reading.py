@@ -35,11 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from signaller.errors import SourceError
+from signaller.errors import SourceError, TransientSourceError, is_transient
 from signaller.snapshot import notifications as notes
 from signaller.sources.base import (
     ChunkQueryError,
     ChunkReader,
+    ChunkReadInterrupted,
     ChunkRest,
     ChunkTable,
     Key,
@@ -153,7 +154,8 @@ class ChunkRequest:
 class ChunkResult:
     """What :func:`read_window` read: the rows (possibly none), the rest of a streamed chunk, the visibility of
     the read's snapshot (None: the reader cannot tell), read-only mode's high watermark, the seconds the query
-    took, or the query's ``error`` (the table then ends ``SQL_EXCEPTION``). ``open_since``: the chunk was empty
+    took, or the query's ``error`` (the table then ends ``SQL_EXCEPTION``; never an :func:`interrupted` one, which
+    is raised instead). ``open_since``: the chunk was empty
     and its window is left open (watermark mode, no error; the open watermark's instant): the engine continues
     it with the next table or closes it."""
 
@@ -192,7 +194,8 @@ def read_window(chunks: ChunkReader, request: ChunkRequest) -> ChunkResult:
     continues a window, ``opened``), the chunk query, the close watermark (written even when the query failed;
     the query's failure is the result's ``error``), except after an empty chunk: the window is then left open
     (the result's ``open_since``). Read-only mode: ``read_chunk_visible``, nothing written. Raises
-    ``SourceError`` only when a watermark could not be written (the session is retried)."""
+    ``SourceError`` only when a watermark could not be written or the read was :func:`interrupted` (after the
+    close watermark's attempt; the session is retried)."""
     started = time.monotonic()
     if request.read_only:
         if request.table is None:
@@ -200,6 +203,7 @@ def read_window(chunks: ChunkReader, request: ChunkRequest) -> ChunkResult:
         try:
             rows, visible, high = chunks.read_chunk_visible(request.table, request.lower, request.upper, request.limit)
         except (ChunkQueryError, SourceError) as exc:
+            retry_if_interrupted(exc, f"reading a chunk of {request.table.schema}.{request.table.name}")
             return ChunkResult(error=exc)
         return ChunkResult(rows, None, visible, high, time.monotonic() - started)
     opened = request.opened
@@ -220,6 +224,8 @@ def read_window(chunks: ChunkReader, request: ChunkRequest) -> ChunkResult:
     finally:
         if not leave_open:
             close_window(chunks, request, opened)
+    if result.error is not None:
+        retry_if_interrupted(result.error, f"reading a chunk of {request.table.schema}.{request.table.name}")
     if leave_open:
         if result.rest is not None:
             result.rest.close()
@@ -248,8 +254,28 @@ def _select(chunks: ChunkReader, table: ChunkTable, request: ChunkRequest) -> Ch
 
 
 def fetch_rest(rest: ChunkRest, count: int) -> RestSlice:
-    """The next ``count`` rows at most of a streamed chunk; its failure is the slice's ``error``."""
+    """The next ``count`` rows at most of a streamed chunk; its failure is the slice's ``error``, except an
+    :func:`interrupted` one, raised as ``TransientSourceError`` (:func:`retry_if_interrupted`)."""
     try:
         return RestSlice(rest.fetch(count), count)
     except (ChunkQueryError, SourceError) as exc:
+        retry_if_interrupted(exc, "fetching the rest of a chunk")
         return RestSlice([], count, exc)
+
+
+def interrupted(error: ChunkQueryError | SourceError) -> bool:
+    """Whether a snapshot read failed because it was interrupted (``ChunkReadInterrupted``, or a transient
+    ``SourceError`` such as a connection that could not be opened), not because the database refused it."""
+    return isinstance(error, ChunkReadInterrupted) or (isinstance(error, SourceError) and is_transient(error))
+
+
+def retry_if_interrupted(error: ChunkQueryError | SourceError, doing: str) -> None:
+    """Raise ``TransientSourceError`` (naming ``doing``, caused by ``error``) when ``error`` is
+    :func:`interrupted`: the capture session is then retried with backoff, and the snapshot goes on from its
+    stored last key, reading the chunk again, as after a restart. A table must not end ``SQL_EXCEPTION``
+    because the database restarted under its read. Returns when the database refused the read (the caller
+    ends the table ``SQL_EXCEPTION``)."""
+    if interrupted(error):
+        msg = (f"incremental snapshot interrupted while {doing}: {error}; the capture session is retried and the "
+               "snapshot goes on from its last stored key")
+        raise TransientSourceError(msg) from error

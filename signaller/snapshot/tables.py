@@ -25,6 +25,7 @@ from typing import Any, Generic
 from signaller.config import CaptureSection
 from signaller.errors import SignalError, SourceError
 from signaller.model import TableId
+from signaller.snapshot.reading import retry_if_interrupted
 from signaller.snapshot.state import Key, QueuedTable, SnapshotState
 from signaller.snapshot.status import TableRuntime
 from signaller.sources.base import (
@@ -142,10 +143,11 @@ class TableStart:
 def read_table_start(chunks: ChunkReader, prepared: PreparedTable[Any], head: QueuedTable) -> TableStart:
     """The head table's maximum key and total (database work only: the engine runs it on its read worker, as a
     chunk read, and applies it with :func:`start_table`). Never raises what the queries raise: that is the
-    result's ``error``."""
+    result's ``error``, except an interrupted query (``reading.retry_if_interrupted``: the session is retried)."""
     try:
         max_key = chunks.max_key(prepared.chunk)
     except (ChunkQueryError, SourceError) as exc:
+        retry_if_interrupted(exc, f"reading the maximum key of {head.table}")
         return TableStart(head.table, error=exc)
     if max_key is None:
         return TableStart(head.table)

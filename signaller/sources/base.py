@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from signaller.errors import SnapshotError
+from signaller.errors import SnapshotError, TransientError
 from signaller.model import ChangeEvent, TableId
 
 Key = tuple[str | None, ...]
@@ -54,6 +54,21 @@ RawRow = tuple[str | None, ...]
 class ChunkQueryError(SnapshotError):
     """A max-key, count or chunk query failed (Debezium's ``SQL_EXCEPTION`` status); its cause is the
     ``SourceError`` the driver error became."""
+
+
+class ChunkReadInterrupted(ChunkQueryError):
+    """A max-key, count or chunk query was interrupted, not refused: its connection was lost, the server was
+    shutting down or starting, out of connections or resources (a transient ``SourceError``). It says nothing
+    about the table: the engine retries the capture session (the snapshot goes on from its stored last key,
+    the chunk is read again) instead of ending the table ``SQL_EXCEPTION``."""
+
+
+def chunk_query_error(failure: Exception, doing: str | None = None) -> ChunkQueryError:
+    """The error a snapshot query raises when it failed with ``failure`` (a ``SourceError``: the source's
+    translation of its driver error), its text the message (after ``doing:``, when given):
+    :class:`ChunkReadInterrupted` when ``failure`` is transient, else :class:`ChunkQueryError`."""
+    kind = ChunkReadInterrupted if isinstance(failure, TransientError) else ChunkQueryError
+    return kind(str(failure) if doing is None else f"{doing}: {failure}")
 
 
 class ChunkSchemaChanged(ChunkQueryError):

@@ -14,7 +14,7 @@ from bench.chaos.probes import behind_at, latencies, moving_again_after
 from bench.chaos.report import recovery_by_kind
 from bench.chaos.tables import BY_NAME
 from bench.chaos.topics import UNAVAILABLE, replay
-from bench.chaos.verdict import compare, judge_signals
+from bench.chaos.verdict import compare, failed_scans, judge_signals
 
 INT = BY_NAME["chaos_int"]
 
@@ -81,6 +81,23 @@ def test_an_acknowledged_signal_without_an_answer_is_lost() -> None:
     judged = judge_signals(ledger, accepted={"a"}, rejected={"b"})
     assert (judged["acknowledged"], judged["applied"], judged["rejected"], judged["lost"]) == (3, 1, 1, 1)
     assert judged["lost_ids"] == ["c"]
+
+
+def test_a_failed_scan_is_reported_with_the_sidecar_log_lines_that_say_why(tmp_path: Any) -> None:
+    log = tmp_path / "sidecar.log"
+    log.write_text("2026-11-28 INFO signaller.snapshot resuming incremental snapshot\n"
+                   "2026-11-28 WARNING signaller.snapshot incremental snapshot of public.chaos_int failed: "
+                   "PostgreSQL error while reading a chunk: column \"x\" does not exist\n"
+                   "2026-11-28 INFO signaller.capture streaming\n")
+    notes = [{"type": "TABLE_SCAN_COMPLETED", "timestamp": 5,
+              "additional_data": {"scanned_collection": "public.chaos_int", "status": "SQL_EXCEPTION"}},
+             {"type": "TABLE_SCAN_COMPLETED", "timestamp": 6,
+              "additional_data": {"scanned_collection": "public.chaos_text", "status": "SUCCEEDED"}}]
+    failed = failed_scans(notes, log)
+    assert [(f["table"], f["timestamp"]) for f in failed] == [("public.chaos_int", 5)]
+    assert failed[0]["log"] == ["2026-11-28 WARNING signaller.snapshot incremental snapshot of public.chaos_int "
+                                "failed: PostgreSQL error while reading a chunk: column \"x\" does not exist"]
+    assert failed_scans(notes[1:], log) == []
 
 
 def test_pulses_tell_how_far_behind_a_target_was_and_when_it_moved_again() -> None:

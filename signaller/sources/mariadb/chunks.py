@@ -51,7 +51,16 @@ import pymysql.cursors
 
 from signaller.errors import SignallerError, SourceError, TerminalSourceError
 from signaller.model import TableId
-from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkSchemaChanged, ChunkTable, Key, RawRow
+from signaller.sources.base import (
+    ChunkQueryError,
+    ChunkReader,
+    ChunkRest,
+    ChunkSchemaChanged,
+    ChunkTable,
+    Key,
+    RawRow,
+    chunk_query_error,
+)
 from signaller.sources.mariadb.chunk_sql import (
     chunk_query,
     count_query,
@@ -128,7 +137,7 @@ def _query_error(exc: pymysql.MySQLError, table: ChunkTable, doing: str) -> Chun
     if table.schema_version is not None and code in SCHEMA_CHANGED_CODES:
         return ChunkSchemaChanged(f"{translate(exc, doing)}: the table changed since it was described, the chunk "
                                   "is read again")
-    return ChunkQueryError(str(translate(exc, doing)))
+    return chunk_query_error(translate(exc, doing))
 
 
 def _visibility(gtid: Any, doing: str) -> GtidVisibility | None:
@@ -199,7 +208,7 @@ class MariaDbChunkReader(ChunkReader):
         try:
             rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table))
         except SourceError as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            raise chunk_query_error(exc) from exc
         return _raw(rows)[0] if rows else None
 
     def count_rows(self, table: ChunkTable, upper: Key) -> int:
@@ -207,7 +216,7 @@ class MariaDbChunkReader(ChunkReader):
         try:
             rows = self._run(f"counting the rows of {table.schema}.{table.name}", count_query(table, upper))
         except SourceError as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            raise chunk_query_error(exc) from exc
         return int(rows[0][0])
 
     def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int) -> list[RawRow]:
@@ -217,7 +226,7 @@ class MariaDbChunkReader(ChunkReader):
         try:
             return _raw(self._run(f"reading a chunk of {table.schema}.{table.name}", sql))
         except SourceError as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            raise chunk_query_error(exc) from exc
 
     def read_chunk_seen(self, table: ChunkTable, lower: Key | None, upper: Key | None,
                         limit: int) -> tuple[list[RawRow], GtidVisibility | None]:
@@ -256,7 +265,7 @@ class MariaDbChunkReader(ChunkReader):
             raise _query_error(exc, table, doing) from exc
         except SourceError as exc:
             self._abandon_cursor(cursor)
-            raise ChunkQueryError(f"{doing}: {exc}") from exc
+            raise chunk_query_error(exc, doing) from exc
         visible = _visibility(gtid, doing)
         if len(rows) < first:
             self._end_cursor(cursor)  # the result is complete: closing reads nothing more
@@ -315,7 +324,7 @@ class MariaDbChunkReader(ChunkReader):
                 self._conn = None
             raise _query_error(exc, table, doing) from exc
         except SourceError as exc:
-            raise ChunkQueryError(f"{doing}: {exc}") from exc
+            raise chunk_query_error(exc, doing) from exc
         return rows, file, offset, gtid
 
     # -- watermarks -----------------------------------------------------------------------
@@ -355,7 +364,7 @@ class _CursorRest(ChunkRest):
         except pymysql.MySQLError as exc:
             cursor, self._cursor = self._cursor, None
             self._reader._abandon_cursor(cursor)
-            raise ChunkQueryError(str(translate(exc, self._doing))) from exc
+            raise chunk_query_error(translate(exc, self._doing)) from exc
         if len(rows) < count:
             cursor, self._cursor = self._cursor, None
             self._reader._end_cursor(cursor)

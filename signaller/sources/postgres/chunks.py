@@ -21,7 +21,15 @@ import orjson
 import psycopg2
 
 from signaller.model import TableId, parse_lsn
-from signaller.sources.base import ChunkQueryError, ChunkReader, ChunkRest, ChunkSchemaChanged, ChunkTable, Key, RawRow
+from signaller.sources.base import (
+    ChunkReader,
+    ChunkRest,
+    ChunkSchemaChanged,
+    ChunkTable,
+    Key,
+    RawRow,
+    chunk_query_error,
+)
 from signaller.sources.postgres.catalog import connect, translate
 from signaller.sources.postgres.chunk_sql import chunk_query, count_query, lock_and_version, max_key_query
 from signaller.sources.postgres.reader import MESSAGE_PREFIX
@@ -147,7 +155,7 @@ class PostgresChunkReader(ChunkReader):
             rows = self._run(f"reading the maximum key of {table.schema}.{table.name}", max_key_query(table),
                              raw=True)
         except Exception as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            raise chunk_query_error(exc) from exc
         return tuple(rows[0]) if rows else None
 
     def count_rows(self, table: ChunkTable, upper: Key) -> int:
@@ -156,7 +164,7 @@ class PostgresChunkReader(ChunkReader):
         try:
             rows = self._run(f"counting the rows of {table.schema}.{table.name}", sql)
         except Exception as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            raise chunk_query_error(exc) from exc
         return int(rows[0][0])
 
     def read_chunk(self, table: ChunkTable, lower: Key | None, upper: Key | None,
@@ -167,7 +175,7 @@ class PostgresChunkReader(ChunkReader):
         try:
             return self._run(f"reading a chunk of {table.schema}.{table.name}", sql, raw=True)
         except Exception as exc:
-            raise ChunkQueryError(str(exc)) from exc
+            raise chunk_query_error(exc) from exc
 
     def read_chunk_seen(self, table: ChunkTable, lower: Key | None, upper: Key | None,
                         limit: int) -> tuple[list[RawRow], VisibleSnapshot]:
@@ -192,7 +200,7 @@ class PostgresChunkReader(ChunkReader):
             self._rollback()
             if self._conn is not None and self._conn.closed:
                 self._conn = None
-            raise ChunkQueryError(str(translate(exc, f"reading a chunk of {table.schema}.{table.name}"))) from exc
+            raise chunk_query_error(translate(exc, f"reading a chunk of {table.schema}.{table.name}")) from exc
         return rows, snapshot
 
     def read_chunk_streaming(self, table: ChunkTable, lower: Key | None, upper: Key | None, limit: int,
@@ -224,7 +232,7 @@ class PostgresChunkReader(ChunkReader):
             raise
         except psycopg2.Error as exc:
             self._abandon_cursor()
-            raise ChunkQueryError(str(translate(exc, doing))) from exc
+            raise chunk_query_error(translate(exc, doing)) from exc
         rest = _CursorRest(self, cursor, doing)
         if len(rows) < first:
             rest.close()
@@ -272,7 +280,7 @@ class PostgresChunkReader(ChunkReader):
             raise
         except psycopg2.Error as exc:
             self._rollback()
-            raise ChunkQueryError(str(translate(exc, f"reading a chunk of {table.schema}.{table.name}"))) from exc
+            raise chunk_query_error(translate(exc, f"reading a chunk of {table.schema}.{table.name}")) from exc
         return rows, snapshot, high
 
     # -- watermarks -----------------------------------------------------------------------
@@ -310,7 +318,7 @@ class _CursorRest(ChunkRest):
             rows: list[RawRow] = self._cursor.fetchmany(count)
         except psycopg2.Error as exc:
             self.close()
-            raise ChunkQueryError(str(translate(exc, self._doing))) from exc
+            raise chunk_query_error(translate(exc, self._doing)) from exc
         if len(rows) < count:
             self.close()
         return rows

@@ -1,0 +1,136 @@
+"""A snapshot read interrupted by the database (connection lost, server restarting) never ends its table.
+
+The quick chaos run in ``make test`` failed once with a table scan ``SQL_EXCEPTION``: PostgreSQL restarted
+(``pg_ctl restart -m immediate``) under a chunk read, and the engine ended the table as if the query had
+been refused, so that snapshot's remaining rows were never read. A read the database *refused* (a bad
+filter, a missing column) still ends the table ``SQL_EXCEPTION``; a read that was *interrupted*
+(``ChunkReadInterrupted``, or a transient ``SourceError`` from a connection that could not be opened) now
+raises ``TransientSourceError`` out of ``poll_reads``: the runtime retries the capture session, whose new
+engine goes on from the stored state and reads the chunk again. These tests drive the engine over the fake
+two-table reader of ``test_snapshot_window_hop`` whose reads fail once, at each place a read can fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from signaller.errors import TerminalSourceError, TransientSourceError
+from signaller.model import TableId
+from signaller.snapshot.reading import interrupted
+from signaller.snapshot.state import Key
+from signaller.sources.base import ChunkQueryError, ChunkReadInterrupted, ChunkTable, chunk_query_error
+from signaller.sources.postgres.catalog import PostgresTableInfo
+from tests.unit.test_snapshot_window_hop import Loop, TwoTables
+
+pytestmark = pytest.mark.unit
+
+A = TableId("public", "a")
+KEYS = [1, 2, 3, 4, 5]
+
+
+class FailingOnce(TwoTables):
+    """Table ``a`` (``b`` empty) whose ``failing`` call raises ``error`` once: ``describe`` (the second
+    description of ``a``: the first checks the signal), ``max_key`` or ``chunk`` (the second chunk read of ``a``)."""
+
+    def __init__(self, failing: str, error: Exception) -> None:
+        super().__init__({A: list(KEYS), TableId("public", "b"): []})
+        self.failing, self.error, self.chunk_reads, self.descriptions = failing, error, 0, 0
+
+    def _fail(self, call: str) -> None:
+        if call == self.failing and self.error is not None:
+            error, self.error = self.error, None  # type: ignore[assignment]
+            raise error
+
+    def describe_table(self, table: TableId) -> PostgresTableInfo | None:
+        if table == A:
+            self.descriptions += 1
+            if self.descriptions == 2:
+                self._fail("describe")
+        return super().describe_table(table)
+
+    def max_key(self, chunk: ChunkTable) -> Key | None:
+        if chunk.name == "a":
+            self._fail("max_key")
+        return super().max_key(chunk)
+
+    def read_chunk_seen(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
+                        limit: int) -> tuple[list[tuple[str | None, ...]], None]:
+        if chunk.name == "a":
+            self.chunk_reads += 1
+            if self.chunk_reads == 2:
+                self._fail("chunk")
+        return super().read_chunk_seen(chunk, lower, upper, limit)
+
+
+def _scans(loop: Loop) -> list[tuple[str, str, str]]:
+    return [(n.additional_data["scanned_collection"], n.additional_data["status"],
+             n.additional_data["total_rows_scanned"]) for n in loop.notes if n.type == "TABLE_SCAN_COMPLETED"]
+
+
+def _run_until_raised(loop: Loop) -> TransientSourceError:
+    for _ in range(50):
+        try:
+            loop.step()
+        except TransientSourceError as exc:
+            return exc
+    raise AssertionError("the interrupted read did not end the session")
+
+
+LOST = "PostgreSQL error while reading a chunk of public.a: server closed the connection unexpectedly"
+INTERRUPTIONS: dict[str, Callable[[], Exception]] = {
+    "chunk": lambda: chunk_query_error(TransientSourceError(LOST)),
+    "max_key": lambda: chunk_query_error(TransientSourceError(LOST)),
+    "describe": lambda: TransientSourceError("cannot connect to PostgreSQL: the database system is starting up"),
+}
+
+
+@pytest.mark.parametrize("failing", sorted(INTERRUPTIONS))
+def test_an_interrupted_read_retries_the_session_and_the_next_one_reads_every_row(failing: str) -> None:
+    source = FailingOnce(failing, INTERRUPTIONS[failing]())
+    first = Loop(source)
+    first.start()
+    raised = _run_until_raised(first)
+    assert "interrupted" in str(raised) and ("server closed" in str(raised) or "starting up" in str(raised))
+    assert not _scans(first), "the table must not be finished by an interrupted read"
+    stored = first.engine.state
+    assert stored.running and stored.queue[0].table == "public.a"
+    emitted_before = [key for _, key, _ in first.reads_out]
+
+    second = Loop(source)  # the retried session: a new engine from the stored state
+    second.streamed = len(source.markers)  # the old session's markers are in the log already
+    second.engine.restore(stored)
+    second.run()
+    emitted_after = [key for _, key, _ in second.reads_out]
+    assert sorted(set(emitted_before + emitted_after)) == KEYS
+    assert _scans(second)[0] == ("public.a", "SUCCEEDED", str(len(KEYS)))  # the rows of both sessions
+    assert not second.engine.state.running
+
+
+REFUSALS: dict[str, Callable[[], Exception]] = {
+    "chunk": lambda: chunk_query_error(TerminalSourceError("PostgreSQL error while reading a chunk of public.a: "
+                                                           "column \"val\" does not exist")),
+    "max_key": lambda: chunk_query_error(TerminalSourceError("PostgreSQL error while reading the maximum key: "
+                                                             "permission denied for table a")),
+    "describe": lambda: TerminalSourceError("PostgreSQL error while describing public.a: permission denied"),
+}
+
+
+@pytest.mark.parametrize("failing", sorted(REFUSALS))
+def test_a_refused_read_still_ends_its_table_sql_exception(failing: str) -> None:
+    source = FailingOnce(failing, REFUSALS[failing]())
+    loop = Loop(source)
+    loop.start()
+    loop.run()  # never raises: the table ends, the snapshot goes on
+    assert _scans(loop)[0][:2] == ("public.a", "SQL_EXCEPTION")
+    assert not loop.engine.state.running
+
+
+def test_chunk_query_error_is_interrupted_only_for_a_transient_failure() -> None:
+    lost = chunk_query_error(TransientSourceError("lost"), "reading a chunk of public.a")
+    refused = chunk_query_error(TerminalSourceError("syntax error"))
+    assert isinstance(lost, ChunkReadInterrupted) and str(lost) == "reading a chunk of public.a: lost"
+    assert type(refused) is ChunkQueryError and str(refused) == "syntax error"
+    assert interrupted(lost) and interrupted(TransientSourceError("cannot connect"))
+    assert not interrupted(refused) and not interrupted(TerminalSourceError("permission denied"))
