@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from devtools import StackSettings
+
 pytestmark = pytest.mark.spark
 MEMORY_DELETE = "m\nd\n"
 """Py4J's command that frees a JVM object whose Python proxy was garbage-collected."""
@@ -62,3 +64,36 @@ def test_a_cdf_merge_writes_data_and_change_files_without_sorting_them(spark: An
     changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).load(path)
     kinds = {r._change_type: r["count"] for r in changes.groupBy("_change_type").count().collect()}
     assert kinds == {"delete": 50, "update_preimage": 50, "update_postimage": 50, "insert": 10}
+
+
+def _fetched_data_pool(spark: Any) -> Any:
+    """Spark's pool of Kafka polls kept for a next task (``KafkaDataConsumer.fetchedDataPool``, private)."""
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()  # the one with spark.jars
+    consumers = jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.consumer.KafkaDataConsumer$", True, loader)
+    field = consumers.getDeclaredField("fetchedDataPool")
+    field.setAccessible(True)
+    return field.get(None)
+
+
+def test_kafka_polls_returned_to_spark_s_pool_are_dropped_within_seconds(spark: Any, stack: StackSettings,
+                                                                       unique_name: str) -> None:
+    """A read of change records in several tasks per partition returns each task's last poll to Spark's pool;
+    the job drops them after 10 s idle instead of Spark's 5 minutes (they held ~1,000 records a batch)."""
+    import time
+
+    from spark_jobs.kafka_source import consumer_options
+    from tests.kafka_helpers import create_topic, produce
+
+    topic = f"pool_{unique_name}"
+    create_topic(stack.bootstrap_servers, topic)
+    produce(stack.bootstrap_servers, topic, ((f"k{i}".encode(), b"v" * 200) for i in range(3_000)))
+    read = (spark.read.format("kafka").options(**consumer_options(stack.bootstrap_servers, {}))
+            .option("subscribe", topic).option("startingOffsets", "earliest").option("minPartitions", "3").load())
+    assert read.count() == 3_000
+    pool = _fetched_data_pool(spark)
+    assert pool.numTotal() >= 1, "the read's tasks returned their polls to the pool"
+    deadline = time.monotonic() + 40
+    while pool.numTotal() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert pool.numTotal() == 0, "polls still pooled 40 s after the read (Spark's default keeps them 5 minutes)"
