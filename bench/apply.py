@@ -836,7 +836,8 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         log(f"  sustained: {sustained.offered_per_s:,.0f} records/s offered for {options.sustained_s:.0f}s "
             f"(asked {options.sustained_rate:,} changes/s), {sustained.applied_per_s:,.0f}/s applied; lag "
             f"{sustained.lag_start:,} -> {sustained.lag_end:,} records: "
-            f"{'growing' if sustained.growing else 'steady'} ({sustained.growth_per_s:+,.0f}/s)")
+            f"{'growing' if sustained.growing else 'steady'} ({sustained.growth_per_s:+,.0f}/s); "
+            f"{sustained.batches_finished} micro-batches finished in the window")
         for index, result in enumerate(e2e):
             log(f"  e2e window {index + 1}/{options.runs}: p50 {result['p50_ms']:,.0f} ms, "
                 f"p99 {result['p99_ms']:,.0f} ms ({result['offered']:,.0f} changes/s, {result['missing']:.0f} missing, "
@@ -927,6 +928,10 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
                                                   "per second"),
         "sustained_lag_growth_per_s": summarize([sustained.growth_per_s], "records/s", digits=0,
                                                 note="how fast the lag rose after the first third"),
+        "sustained_batches_finished": summarize([float(sustained.batches_finished)], "batches", digits=0,
+                                                note="micro-batches with records (up to max_offsets_per_trigger "
+                                                     "each) finished within the window: sustained_applied_per_s "
+                                                     "moves in steps of one such batch"),
     }
     parameters = {
         "rows": options.rows, "table": TABLE_SQL, "small_batch": options.small, "large_batch": options.large,

@@ -112,6 +112,8 @@ class LagFigures:
     lag_end: int
     growth_per_s: float
     growing: bool
+    batches_finished: int = 0
+    """Micro-batches with records that finished inside the window: ``applied_per_s`` moves in steps of one."""
 
 
 def _at(series: list[tuple[float, int]], when: float) -> int:
@@ -146,6 +148,7 @@ def lag_figures(delivered: list[tuple[float, int]], batches: list[tuple[float, i
         applied_per_s=_at(applied, ended_at) / duration,
         lag_start=lag_start, lag_end=lag_end, growth_per_s=growth,
         growing=lag_end - lag_start > tolerance * offered_between,
+        batches_finished=sum(1 for finished, rows in batches if rows and started_at < finished <= ended_at),
     )
 
 

@@ -54,6 +54,14 @@ def test_a_small_rise_within_the_tolerance_is_not_growth() -> None:
     assert not figures.growing
 
 
+def test_the_batches_finished_inside_the_window_are_counted() -> None:
+    """Large batches move ``applied_per_s`` in steps: the count says how many steps the figure holds."""
+    batches = [(START - 5, 0), (START - 1, 7_000), *_batches(2_000, 60, every=10), (START + 61, 20_000)]
+    figures = lag_figures(_delivered(2_000, 60), batches, START, START + 60)
+    assert figures.batches_finished == 5  # at 10.5 ... 50.5 s; not the one before the window nor the one after
+    assert lag_figures(_delivered(2_000, 60), [(START + 70, 90_000)], START, START + 60).batches_finished == 0
+
+
 def test_batches_in_any_order_and_the_step_series() -> None:
     batches = list(reversed(_batches(5_000, 60)))
     assert lag_figures(_delivered(10_000, 60), batches, START, START + 60).growing
