@@ -101,6 +101,11 @@ class SignalError(TerminalError):
         super().__init__(reason if signal_id is None else f"signal {signal_id!r}: {reason}")
 
 
+class SignalNotApplied(TransientError):
+    """An HTTP signal was not applied: the capture session failed (the database or Kafka unreachable) before
+    the signal's effect was stored, and the retried session starts from the stored state. Send it again."""
+
+
 class SnapshotError(TerminalError):
     """The incremental snapshot engine could not carry out a request."""
 

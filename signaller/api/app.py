@@ -71,7 +71,7 @@ from signaller.api.models import (
 )
 from signaller.api.openapi import SignallerApp
 from signaller.api.security import JSON_MEDIA_TYPE, BearerAuth, CrossSiteGuard
-from signaller.errors import ConfigError, SignalError
+from signaller.errors import ConfigError, SignalError, SignalNotApplied
 from signaller.signals.model import SignalOutcome, WindowMarker
 from signaller.snapshot.control import SidecarControl
 
@@ -153,7 +153,8 @@ def _add_signal_route(app: FastAPI, control: SidecarControl, metrics: MetricsReg
 
         415: not application/json; 413: over 1 MiB; 400: not UTF-8, not JSON or nested too deeply;
         422: JSON but not a valid signal; 400 with ``id``: rejected by the snapshot engine (unknown
-        table, unsafe filter...); 503: no answer within the timeout (the signal may still be applied).
+        table, unsafe filter...); 503: no answer within the timeout (the signal may still be applied), or not
+        applied because the capture session failed first (the reason says so: send it again).
         """
         try:
             text = await read_json_text(request, MAX_SIGNAL_BYTES)
@@ -175,6 +176,9 @@ def _add_signal_route(app: FastAPI, control: SidecarControl, metrics: MetricsReg
         except TimeoutError:
             metrics.count_signal("http", "timeout")
             return error_response(timeout_reason, 503)
+        except SignalNotApplied as exc:
+            metrics.count_signal("http", "not_applied")
+            return error_response(str(exc), 503, signal.id)
         except SignalError as exc:
             metrics.count_signal("http", "rejected")
             return error_response(exc.reason, 400, signal.id)
@@ -238,13 +242,16 @@ def _add_control_routes(app: FastAPI, control: SidecarControl, answer_timeout_s:
         """Set ``incremental.snapshot.chunk.size`` (1..1000000) from the next chunk on.
 
         415: not application/json; 413: over 4 KiB; 400: not UTF-8, not JSON, not exactly
-        ``{"chunk_size": <integer 1..1000000>}``, or refused by the engine; 503: no answer in time.
+        ``{"chunk_size": <integer 1..1000000>}``, or refused by the engine; 503: no answer in time, or not applied
+        (the capture session failed first: send it again).
         """
         size = chunk_size_of(parse_json(await read_json_text(request, MAX_CHUNK_SIZE_BYTES)))
         try:
             outcome = await _answer(control.set_chunk_size(size), answer_timeout_s)
         except TimeoutError:
             return error_response(timeout_reason, 503)
+        except SignalNotApplied as exc:
+            return error_response(str(exc), 503)
         except SignalError as exc:
             return error_response(exc.reason, 400)
         except Exception as exc:

@@ -96,7 +96,7 @@ class MetricsRegistry:
         """Count one signal received on ``channel`` (``http``, ``kafka``, ``file``, ``source``) with ``outcome``.
 
         The HTTP API counts its own signals (``accepted``, ``rejected``, ``invalid``, ``timeout``,
-        ``failed``); whoever reads the other channels counts theirs.
+        ``not_applied``, ``failed``); whoever reads the other channels counts theirs.
         """
         key = (channel, outcome)
         child = self._signal_children.get(key)

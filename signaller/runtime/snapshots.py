@@ -331,7 +331,11 @@ class SnapshotCoordinator:
         what was accepted is in the stored offsets (so a crash right after a 202 cannot lose it; the
         other channels re-deliver). The loop does not wait for that: the answers wait
         (:meth:`commit_due`, :meth:`committed`) while it goes on streaming."""
-        outcomes = self._read_channel(http)
+        try:
+            outcomes = self._read_channel(http)
+        except BaseException as exc:  # an infrastructure failure: the session is retried without them
+            http.fail_waiting(exc)
+            raise
         resized = []
         for size, future in http.take_chunk_sizes():
             with self._adhoc_group():

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from signaller.errors import SignalError, SinkError, SourceError
+from signaller.errors import SignalError, SinkError, SourceError, is_transient
 from signaller.patterns import ACCEPTED as _PATTERN_ACCEPTED
 from signaller.patterns import PatternError, compile_pattern
 from signaller.signals.model import (
@@ -150,9 +150,13 @@ def entry_for(action: object) -> ActionEntry[Any] | None:
 def apply_action(handler: ActionHandler, signal: Signal, action: object) -> SignalOutcome:
     """Hand a parsed user signal's ``action`` to ``handler``; a rejection carries the reason and changes nothing.
 
-    Never raises but ``SinkError`` (Kafka failing while the action emits): a problem with the signal is a
-    rejection with its reason; a database error a rejection "could not check the signal against the database:
-    ..."; anything unexpected a rejection naming the signal, with the traceback in the log."""
+    Raises only what says nothing about the signal: ``SinkError`` (Kafka failing while the action emits) and a
+    transient ``SourceError`` (the database unreachable, restarting or the connection lost while the signal is
+    checked, or a snapshot read in flight interrupted: ``is_transient``). The caller retries the session, which
+    reads the signal again (the channels with positions) instead of rejecting a valid one. Otherwise a problem
+    with the signal is a rejection with its reason; a database refusal (a terminal ``SourceError``) a rejection
+    "could not check the signal against the database: ..."; anything unexpected a rejection naming the signal,
+    with the traceback in the log. A rejection or a raise changes nothing."""
     try:
         entry = entry_for(action)
         if entry is None:
@@ -161,6 +165,8 @@ def apply_action(handler: ActionHandler, signal: Signal, action: object) -> Sign
     except SignalError as exc:
         return SignalOutcome(signal.id, False, exc.reason)
     except SourceError as exc:
+        if is_transient(exc):
+            raise
         return SignalOutcome(signal.id, False, f"could not check the signal against the database: {exc}")
     except SinkError:
         raise

@@ -221,10 +221,12 @@ class IncrementalSnapshotter(Generic[ChangeT]):
     def apply(self, signal: Signal, action: object) -> SignalOutcome:
         """Apply a parsed user signal; rejections carry the reason and change nothing.
 
-        Never raises but ``SinkError`` (Kafka failing while a blocking snapshot emits): a problem with
-        the signal is a rejection with its reason; a database error a rejection "could not check the
-        signal against the database: ..."; anything unexpected a rejection naming the signal, with the
-        traceback in the log."""
+        Raises only infrastructure failures (``apply_action``): ``SinkError`` (Kafka failing while a
+        blocking snapshot emits) and a transient ``SourceError`` (the database unreachable while the signal
+        is checked, or the read in flight that the signal waits for interrupted); the session is then
+        retried and reads the signal again. A problem with the signal is a rejection with its reason; a
+        database refusal a rejection "could not check the signal against the database: ..."; anything
+        unexpected a rejection naming the signal, with the traceback in the log."""
         return apply_action(self, signal, action)
 
     def execute_snapshot(self, action: ExecuteSnapshot) -> None:

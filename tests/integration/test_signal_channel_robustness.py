@@ -6,7 +6,9 @@ that are not signals at all. Each is answered with a ``REJECTED`` notification, 
 still applied, the sidecar keeps streaming, and after a kill -9 and a restart nothing already answered
 is read again (its channel position was stored with the answer). Last, ``GET /snapshots`` shows the
 effect of a ``POST /signals`` and of a ``PUT /snapshots/chunk-size`` as soon as they are answered,
-even with a long ``offset.flush.interval.ms``.
+even with a long ``offset.flush.interval.ms``. And a signal that meets the database ending the sidecar's
+connections is not rejected: the session is retried and the signal applied (file, Kafka, signal table), or,
+over HTTP, answered 503 "not applied" at once.
 """
 
 from __future__ import annotations
@@ -197,3 +199,71 @@ def test_status_shows_every_answered_request_at_once(capture: CaptureEnv) -> Non
     assert api.snapshots()["chunk_size"] == 25
     api.wait_idle(60)
     assert car.alive()
+
+
+def end_sidecar_queries(capture: CaptureEnv) -> int:
+    """End every client session of the test database but the test's own (the sidecar's schema, snapshot and
+    watermark connections; its replication connection is a walsender and stays), as a server restart would; how
+    many were ended."""
+    rows = capture.sql(
+        "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+        "AND datname = current_database() AND pid <> pg_backend_pid()")
+    return int(rows[0][0])
+
+
+@pytest.mark.parametrize("channel", ["file", "source", "kafka"])
+def test_a_signal_checked_while_the_database_connection_is_gone_is_applied_not_rejected(
+    capture: CaptureEnv, rig: Rig, channel: str,
+) -> None:
+    """The database ends the sidecar's query connections (a restart, a failover, an idle-session killer) just
+    before an ``execute-snapshot`` arrives: checking it against the database fails with a lost connection. That
+    says nothing about the signal: the session is retried and the file channel delivers the signal again, which
+    is then applied and runs to the end. It used to be answered ``REJECTED`` ("could not check the signal against
+    the database"), and the user had to send it again. The Kafka and file channels read it again from their
+    stored positions, the signal table's row comes again with the log the retried session streams."""
+    tables, car, notes, channels = rig.tables, rig.car, rig.notes, rig.channels
+    execute = {"data-collections": [tables.pattern("int")], "type": "incremental"}
+    api = Api(car)
+    # The sidecar's query connections exist and have been used: an accepted snapshot checked its table.
+    channels.send(channel, "warm", "execute-snapshot", execute, api)
+    notes.wait(lambda n: n["type"] == "COMPLETED" and n["id"] == "warm", 60, "the first snapshot", car.log_tail)
+    assert end_sidecar_queries(capture) >= 1
+
+    channels.send(channel, "after-loss", "execute-snapshot", execute, api)
+    notes.wait(lambda n: n["type"] in ("COMPLETED", "REJECTED") and n["id"] == "after-loss", 90,
+               "the signal sent after the connections were ended to be answered", car.log_tail)
+    assert [n["id"] for n in rejections(notes, channel)] == [], car.log_tail()
+    assert any(n["type"] == "COMPLETED" and n["id"] == "after-loss" for n in notes.all())
+    capture.reader(tables.topic("int")).wait_for(
+        lambda records: len([r for r in records if not r.tombstone and r.op == "r"]) >= 2 * 20, 30,
+        "the READ events of both snapshots of the table's 20 rows", car.log_tail)
+    assert car.alive() and car.runs == 1
+    assert_streams(capture, car, tables, 500101)
+
+
+def test_an_http_signal_met_by_a_lost_database_connection_is_answered_503_not_applied(
+    capture: CaptureEnv, rig: Rig,
+) -> None:
+    """The HTTP channel has no position to read a signal again from: the sender is answered at once with 503 and
+    a reason saying the signal was not applied (not a rejection, not a 30 s timeout), and the same request sent
+    again is accepted and runs."""
+    tables, car, notes = rig.tables, rig.car, rig.notes
+    api = Api(car)
+    execute = {"data-collections": [tables.pattern("int")], "type": "incremental"}
+    api.accepted("execute-snapshot", execute, "http-warm")
+    notes.wait(lambda n: n["type"] == "COMPLETED" and n["id"] == "http-warm", 60, "the first snapshot", car.log_tail)
+    assert end_sidecar_queries(capture) >= 1
+
+    response = api.signal("execute-snapshot", execute, "http-after-loss")
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert body["id"] == "http-after-loss"
+    assert body["error"].startswith("not applied: the capture session failed before the request's effect was stored")
+    assert "send the request again" in body["error"]
+    assert not any(n["id"] == "http-after-loss" for n in notes.all())
+
+    api.wait_healthy()
+    api.accepted("execute-snapshot", execute, "http-after-loss")
+    notes.wait(lambda n: n["type"] == "COMPLETED" and n["id"] == "http-after-loss", 60, "the signal sent again",
+               car.log_tail)
+    assert car.alive() and car.runs == 1

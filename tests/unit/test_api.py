@@ -23,7 +23,7 @@ from signaller.api import MetricsRegistry, create_app
 from signaller.api.app import ANSWER_TIMEOUT_S, MAX_SIGNAL_BYTES
 from signaller.api.errors import UNAUTHORIZED
 from signaller.api.models import iso_utc, progress_of
-from signaller.errors import ConfigError, SignalError
+from signaller.errors import ConfigError, SignalError, SignalNotApplied
 from signaller.signals.model import Signal, SignalOutcome
 from signaller.signals.parsing import parse_action, signal_from_json
 from signaller.snapshot.control import SidecarControl, SidecarStatus, TableProgress
@@ -246,6 +246,34 @@ def test_silent_loop_is_a_503_and_the_pending_future_stays_resolvable(
         loop.silent = False
         assert future.result(timeout=5).accepted
     assert sample(metrics, "signaller_signals_total", channel="http", outcome="timeout") == 1.0
+
+
+def test_a_request_the_loop_could_not_apply_is_a_503_naming_why_at_once(
+    control: SidecarControl, metrics: MetricsRegistry,
+) -> None:
+    """The capture session failed while handling the request (``HttpSignalChannel.fail_waiting``): 503 with the
+    loop's reason and the signal's id, at once (not after the timeout), counted ``not_applied``."""
+    app = create_app(control, token=None, metrics=metrics, answer_timeout_s=20)
+    reason = "not applied: the capture session failed before the request's effect was stored (...): send it again"
+
+    def fail_next() -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            for _, future in control.drain():
+                future.set_exception(SignalNotApplied(reason))
+                return
+            time.sleep(0.002)
+
+    for method, path, body in (("POST", "/signals", EXECUTE), ("PUT", "/snapshots/chunk-size", {"chunk_size": 10})):
+        failer = threading.Thread(target=fail_next)
+        failer.start()
+        started = time.monotonic()
+        response = call(app, method, path, json=body)
+        failer.join()
+        assert time.monotonic() - started < 5
+        assert response.status_code == 503
+        assert response.json() == ({"error": reason, "id": "req-1"} if path == "/signals" else {"error": reason})
+    assert sample(metrics, "signaller_signals_total", channel="http", outcome="not_applied") == 1.0
 
 
 def test_default_answer_timeout_is_30_seconds() -> None:

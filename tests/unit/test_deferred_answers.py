@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from signaller.config import config_from_mapping
+from signaller.errors import SignalNotApplied, TransientSourceError
 from signaller.runtime.capture import CaptureStats
 from signaller.runtime.checkpoint import Checkpoint
 from signaller.runtime.dispatch import EventDispatcher
 from signaller.runtime.snapshots import READ_WAIT_S, SnapshotCoordinator
+from signaller.signals.model import Signal, SignalOutcome
 from signaller.snapshot.control import SidecarControl
 from signaller.sources.postgres.source import postgres_transaction_id
 from tests.unit.test_event_dispatch import RecordingSink
@@ -121,3 +123,37 @@ def test_an_answer_waits_for_the_store_that_holds_it_not_a_later_acknowledgement
     store(snapshots, checkpoint)
     assert answer.result(0).accepted
 
+
+
+def test_requests_met_by_an_infrastructure_failure_are_answered_not_applied_and_the_failure_propagates() -> None:
+    """The database connection is lost while the second of three HTTP requests is checked: the failure propagates
+    (the loop retries the session), and every request of that read, the accepted first one and the chunk size
+    too, is answered at once with ``SignalNotApplied``: none of their effects can be stored any more."""
+    snapshots, control, _ = coordinator()
+    applied: list[str] = []
+
+    def apply(signal: Signal, action: object) -> SignalOutcome:
+        if signal.id == "lost":
+            raise TransientSourceError("server closed the connection unexpectedly")
+        applied.append(signal.id)
+        return SignalOutcome(signal.id, True)
+
+    snapshots.engine.apply = apply  # type: ignore[method-assign]
+    first = control.submit(Signal("first", "log", {"message": "a"}, "http"))
+    lost = control.submit(Signal("lost", "log", {"message": "b"}, "http"))
+    third = control.submit(Signal("third", "log", {"message": "c"}, "http"))
+    size = control.set_chunk_size(2048)
+    with pytest.raises(TransientSourceError):
+        snapshots.tick()
+    assert applied == ["first"]
+    for future in (first, lost, third, size):
+        error = future.exception(0)
+        assert isinstance(error, SignalNotApplied)
+        assert str(error).startswith("not applied: the capture session failed before the request's effect was stored "
+                                     "(TransientSourceError: server closed the connection unexpectedly)")
+    assert not snapshots.answers_waiting
+
+    # A later request is served as ever.
+    again = control.submit(Signal("again", "log", {"message": "d"}, "http"))
+    snapshots.tick()
+    assert applied == ["first", "again"] and not again.done() and snapshots.answers_waiting

@@ -48,7 +48,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from signaller.config import config_from_mapping
-from signaller.errors import TransientSourceError
+from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import ChangeEvent, Op, TableId
 from signaller.signals.filters import compile_filter
 from signaller.signals.model import (
@@ -1026,7 +1026,7 @@ def test_a_catastrophic_pattern_is_answered_at_once() -> None:
     assert not outcome.accepted and "matches no captured table" in outcome.reason
 
 
-def test_apply_never_raises(caplog: pytest.LogCaptureFixture) -> None:
+def test_apply_rejects_bad_signals_and_raises_an_unreachable_database(caplog: pytest.LogCaptureFixture) -> None:
     sim = _scripted("int", 3, 4)
 
     def broken(table: TableId) -> PostgresTableInfo | None:
@@ -1041,11 +1041,21 @@ def test_apply_never_raises(caplog: pytest.LogCaptureFixture) -> None:
     def unreachable(table: TableId) -> PostgresTableInfo | None:
         raise TransientSourceError("connection refused")
 
+    # The database unreachable says nothing about the signal: it propagates, so that the session is retried and
+    # the signal read again; nothing changed.
     sim.engine._chunks.describe_table = unreachable  # type: ignore[attr-defined]
-    outcome = sim.engine.apply(Signal("x10", "execute-snapshot", {}, "kafka"),
-                               ExecuteSnapshot("x10", ("public\\.t",)))
-    assert outcome.reason == "could not check the signal against the database: connection refused"
-    assert not sim.engine.state.running
+    with pytest.raises(TransientSourceError, match="connection refused"):
+        sim.engine.apply(Signal("x10", "execute-snapshot", {}, "kafka"), ExecuteSnapshot("x10", ("public\\.t",)))
+    assert not sim.engine.state.running and not sim.engine.state.queue
+
+    def refused(table: TableId) -> PostgresTableInfo | None:
+        raise TerminalSourceError("permission denied for table t")
+
+    sim.engine._chunks.describe_table = refused  # type: ignore[attr-defined]
+    outcome = sim.engine.apply(Signal("x11", "execute-snapshot", {}, "kafka"),
+                               ExecuteSnapshot("x11", ("public\\.t",)))
+    assert outcome.reason == "could not check the signal against the database: permission denied for table t"
+    assert not sim.engine.state.running and not sim.engine.state.queue
 
 
 def test_a_taken_slice_is_freed_with_the_callers_list_not_when_the_window_ends() -> None:

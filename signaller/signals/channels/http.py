@@ -16,7 +16,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Protocol
 
-from signaller.errors import SignalError
+from signaller.errors import SignalError, SignalNotApplied
 from signaller.signals.model import Signal, SignalOutcome
 
 
@@ -67,6 +67,20 @@ class HttpSignalChannel:
         caller to resolve later (the next ``read`` no longer knows them)."""
         waiting, self._waiting = self._waiting, []
         return list(zip(waiting, outcomes, strict=True))
+
+    def fail_waiting(self, failure: BaseException) -> None:
+        """Fail every request the last ``read`` returned and not yet answered, chunk-size requests included, with
+        ``SignalNotApplied`` naming ``failure``. Call when the capture session fails while handling them: their
+        effects were not stored (accepted HTTP signals are answered only once they are), so none took effect, and
+        their senders get that answer at once instead of a timeout."""
+        waiting, self._waiting = self._waiting, []
+        sizes, self._chunk_sizes = self._chunk_sizes, []
+        reason = (f"not applied: the capture session failed before the request's effect was stored "
+                  f"({type(failure).__name__}: {failure}); the sidecar retries the session from its stored state: "
+                  "send the request again")
+        for future in [*waiting, *(future for _, future in sizes)]:
+            if not future.done():
+                future.set_exception(SignalNotApplied(reason))
 
     def close(self) -> None:
         """Nothing to release (the queue belongs to the API)."""
