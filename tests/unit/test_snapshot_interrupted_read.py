@@ -13,12 +13,14 @@ two-table reader of ``test_snapshot_window_hop`` whose reads fail once, at each 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId
-from signaller.snapshot.reading import interrupted
+from signaller.signals.model import ExecuteSnapshot, Signal
+from signaller.snapshot.reading import InlineReads, interrupted
 from signaller.snapshot.state import Key
 from signaller.sources.base import ChunkQueryError, ChunkReadInterrupted, ChunkTable, chunk_query_error
 from signaller.sources.postgres.catalog import PostgresTableInfo
@@ -134,3 +136,47 @@ def test_chunk_query_error_is_interrupted_only_for_a_transient_failure() -> None
     assert type(refused) is ChunkQueryError and str(refused) == "syntax error"
     assert interrupted(lost) and interrupted(TransientSourceError("cannot connect"))
     assert not interrupted(refused) and not interrupted(TerminalSourceError("permission denied"))
+
+
+class HoldsTheFailingRead:
+    """The runtime's read worker as the loop sees it: every read runs when submitted, and its result is ready at
+    once, but the second chunk read of ``a`` (the one ``FailingOnce`` interrupts) stays in flight until it is
+    waited for."""
+
+    def __init__(self, source: FailingOnce) -> None:
+        self.source = source
+
+    def submit(self, work: Callable[[], Any]) -> Any:
+        done, held = InlineReads().submit(work), self.source.chunk_reads >= 2
+
+        class _Future:
+            def done(self) -> bool:
+                return not held
+
+            def result(self) -> Any:
+                return done.result()
+
+        return _Future()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_signal_that_waits_for_an_interrupted_read_retries_the_session_instead_of_being_rejected() -> None:
+    """A blocking ``execute-snapshot`` waits for the incremental read in flight (the chunk reader is the blocking
+    snapshot's alone while it runs). When that read was interrupted, the interruption propagates out of ``apply``
+    (the runtime retries the session, which reads the signal again) instead of rejecting the signal with "could
+    not check the signal against the database"; the table is not finished and the stored state goes on."""
+    source = FailingOnce("chunk", INTERRUPTIONS["chunk"]())
+    loop = Loop(source, reads=HoldsTheFailingRead(source))
+    loop.start()
+    for _ in range(50):
+        if source.chunk_reads >= 2:
+            break
+        loop.step()
+    assert source.chunk_reads == 2 and loop.engine.reading, "the interrupted read must be in flight"
+    with pytest.raises(TransientSourceError, match="server closed the connection"):
+        loop.engine.apply(Signal("b1", "execute-snapshot", {}, "kafka"),
+                          ExecuteSnapshot("b1", ("public\\.b",), snapshot_type="blocking"))
+    assert not _scans(loop) and not [n for n in loop.notes if n.type == "REJECTED"]
+    assert loop.engine.state.running and loop.engine.state.queue[0].table == "public.a"
