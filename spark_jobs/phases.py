@@ -37,22 +37,20 @@ class PhaseClock:
         if self._current is not None:  # nested: the outer phase keeps the time and the jobs
             yield
             return
-        tag = f"signaller-apply-{self.batch_id}-{name}-{next(_TAGS)}"
-        self._sc.addJobTag(tag)
         self._current = name
         t0 = time.perf_counter()
         try:
-            yield
+            with self.tagged(name):
+                yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000
             self._current = None
-            self._sc.removeJobTag(tag)
-            self._tags.setdefault(name, []).append(tag)
 
     @contextmanager
     def tagged(self, name: str) -> Iterator[None]:
         """Tag the Spark jobs the current thread starts as phase ``name`` without timing them: for
-        work on another thread (``spark_jobs.side_write``), whose wait the batch's thread times."""
+        work on another thread (``spark_jobs.side_write``), whose wait the batch's thread times;
+        :meth:`phase` tags its own jobs with it."""
         tag = f"signaller-apply-{self.batch_id}-{name}-{next(_TAGS)}"
         self._sc.addJobTag(tag)
         try:
