@@ -9,18 +9,27 @@ TABLE_SCAN_COMPLETED with the rows emitted and ``SUCCEEDED``, or ``SQL_EXCEPTION
 failed (the snapshot then goes on with the next table); COMPLETED. A table that cannot be described
 (unknown, no key) is skipped with a warning. Raises only what ``emit`` and ``notify`` raise
 (``SinkError``: Kafka failing).
+
+A read *interrupted* by the database (the connection lost, the server restarting: ``reading.interrupted``)
+is not a failed table: the description or the chunk is read again from the same key, with backoff
+(0.1 s doubling to 5 s), for up to :data:`INTERRUPTED_READ_RETRY_S`; the chunk reader connects again
+on its next read. No row is emitted twice or skipped. Only a read the database refuses, or one still
+interrupted after that, ends the table ``SQL_EXCEPTION``. (A blocking snapshot cannot be resumed by
+a new session as an incremental one is: its progress is not in the stored state.)
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic
+from typing import Generic, TypeVar
 
 from signaller.errors import SourceError
 from signaller.model import ChangeEvent, Op
 from signaller.snapshot import notifications as notes
+from signaller.snapshot.reading import interrupted
 from signaller.snapshot.state import QueuedTable
 from signaller.snapshot.tables import PreparedTable
 from signaller.sources.base import ChangeT, ChunkQueryError, ChunkReader, ChunkTable, Key, RawRow
@@ -31,6 +40,10 @@ Emit = Callable[[ChangeT], None]
 """Sends one READ change (the source's change type, made by ``TableRows.read_change``)."""
 Notify = Callable[[notes.Notification], None]
 Describe = Callable[[QueuedTable], PreparedTable[ChangeT] | str]
+T = TypeVar("T")
+INTERRUPTED_READ_RETRY_S = 60.0
+"""How long a blocking snapshot retries a read the database interrupted before it ends the table
+``SQL_EXCEPTION`` (a PostgreSQL restart takes seconds; the capture loop waits meanwhile)."""
 
 
 def snapshot_flag(table_index: int, tables: int, position: int, is_last: bool) -> str:
@@ -53,9 +66,11 @@ class BlockingSnapshot(Generic[ChangeT]):
     """Runs blocking snapshots for the engine (see the module docstring)."""
 
     def __init__(self, chunks: ChunkReader, describe: Describe[ChangeT], emit: Emit[ChangeT], notify: Notify,
-                 topic_prefix: str) -> None:
+                 topic_prefix: str, sleep: Callable[[float], None] = time.sleep) -> None:
         """Read chunks through ``chunks``, prepare tables with ``describe``, send READs to ``emit`` and
-        notifications (under ``topic_prefix``) to ``notify``."""
+        notifications (under ``topic_prefix``) to ``notify``; wait between retries of an interrupted read
+        with ``sleep``."""
+        self._sleep = sleep
         self._chunks = chunks
         self._describe = describe
         self._emit = emit
@@ -70,7 +85,7 @@ class BlockingSnapshot(Generic[ChangeT]):
         total = 0
         for index, queued in enumerate(tables):
             try:
-                found = self._describe(queued)
+                found = self._retried(f"describing {queued.table}", functools.partial(self._describe, queued))
             except SourceError as exc:
                 found = "SQL_EXCEPTION"
                 log.warning("blocking snapshot of %s failed: %s", queued.table, exc)
@@ -114,9 +129,26 @@ class BlockingSnapshot(Generic[ChangeT]):
         width = len(chunk.columns)
         lower: Key | None = None
         while True:
-            batch = self._chunks.read_chunk(chunk, lower, None, size)
+            batch = self._retried(f"reading a chunk of {chunk.schema}.{chunk.name}",
+                                  functools.partial(self._chunks.read_chunk, chunk, lower, None, size))
             if batch:
                 yield batch
             if len(batch) < size:
                 return
             lower = tuple(batch[-1][width:])
+
+    def _retried(self, doing: str, read: Callable[[], T]) -> T:
+        """``read()``, called again while the database interrupts it (see the module docstring); raises
+        what it raised when refused, or when still interrupted after :data:`INTERRUPTED_READ_RETRY_S`."""
+        deadline = time.monotonic() + INTERRUPTED_READ_RETRY_S
+        delay = 0.1
+        while True:
+            try:
+                return read()
+            except (ChunkQueryError, SourceError) as exc:
+                if not interrupted(exc) or time.monotonic() + delay > deadline:
+                    raise
+                log.warning("blocking snapshot: %s was interrupted (%s); reading it again in %.1f s", doing, exc,
+                            delay)
+                self._sleep(delay)
+                delay = min(delay * 2, 5.0)

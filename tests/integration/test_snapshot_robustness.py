@@ -7,14 +7,17 @@ PostgreSQL and Kafka with the sidecar as a subprocess.
 * A catastrophic-backtracking pattern in ``data-collections`` is answered at once, and the sidecar keeps
   streaming.
 * A blocking snapshot of tables several chunks long emits every row once with Debezium's snapshot flags.
+* A blocking snapshot whose chunk read the database interrupts reads it again and emits every row once.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import psycopg2
 import pytest
 
 from tests.integration.capture_helpers import CaptureEnv, Record, Sidecar
@@ -141,4 +144,53 @@ def test_blocking_snapshot_of_tables_several_chunks_long_emits_every_row_once_wi
         wrong = {key: (flags[key], want) for key, want in expected.items() if flags[key] != want}
         assert not wrong, f"{table}: wrong snapshot flags (got, expected): {dict(list(wrong.items())[:5])}"
     _still_streams(capture, car, first, "id", 424242)
+    api.close()
+
+
+
+def test_blocking_snapshot_reads_a_chunk_the_database_interrupted_again_and_emits_every_row_once(
+        capture: CaptureEnv) -> None:
+    """PostgreSQL ends the sidecar's connection while a blocking snapshot reads a chunk (a restart, a failover,
+    an administrator): the chunk is read again from the same key on a new connection, and the table ends
+    ``SUCCEEDED`` with every row once. It used to end ``SQL_EXCEPTION`` at the first interruption. To end the
+    read at a known point, the test holds a lock the read waits for, ends the waiting session, and lets go."""
+    rows = 2_000
+    table = capture.create_table("id integer PRIMARY KEY, val text NOT NULL")
+    _fill(capture, table, rows, "id")
+    car = capture.sidecar(snapshot_config(capture, [table], signal_table=None, chunk_size=500))
+    api: Api = start(car)
+    notes = Notifications(capture)
+    holder = psycopg2.connect(capture.stack.pg_dsn())
+    sender = ThreadPoolExecutor(1)
+    try:
+        with holder.cursor() as cur:
+            cur.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            # Answered once the blocking snapshot is over, after the lock is let go.
+            answer = sender.submit(api.signal, "execute-snapshot",
+                                   {"data-collections": [f"public\\.{table}"], "type": "blocking"}, "blk-int")
+            waiting: list[tuple[Any, ...]] = []
+            deadline = time.monotonic() + 30
+            while not waiting:
+                assert time.monotonic() < deadline, "the snapshot's read never waited for the lock\n" + car.log_tail()
+                time.sleep(0.05)
+                waiting = capture.sql("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                      "AND datname = current_database() AND query ILIKE %s", (f"%{table}%",))
+            capture.sql("SELECT pg_terminate_backend(%s, 5000)", (waiting[0][0],))
+            deadline = time.monotonic() + 30
+            while not any("was interrupted" in str(r.get("msg", "")) for r in car.log_records()):
+                assert time.monotonic() < deadline, "no interrupted read was logged\n" + car.log_tail()
+                time.sleep(0.05)
+        holder.rollback()  # lets go of the lock: the read again goes on
+        assert answer.result(60).status_code == 202, answer.result().text
+    finally:
+        holder.close()
+        sender.shutdown(wait=False)
+    notes.wait_for("COMPLETED", 60, car.log_tail, aggregate="Initial Snapshot")
+    scans = [(n["additional_data"]["total_rows_scanned"], n["additional_data"]["status"])
+             for n in notes.of("TABLE_SCAN_COMPLETED", aggregate="Initial Snapshot")]
+    assert scans == [(str(rows), "SUCCEEDED")], car.log_tail()
+    keys = [r.payload["after"]["id"] for r in read_to_end(capture.reader(capture.topic(table)))
+            if not r.tombstone and r.op == "r"]
+    assert sorted(keys) == [n * 7 + 3 for n in range(rows)]
+    _still_streams(capture, car, table, "id", 424243)
     api.close()

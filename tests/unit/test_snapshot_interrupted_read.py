@@ -12,19 +12,29 @@ two-table reader of ``test_snapshot_window_hop`` whose reads fail once, at each 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from signaller.config import config_from_mapping
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId
+from signaller.signals.filters import compile_filter
 from signaller.signals.model import ExecuteSnapshot, Signal
+from signaller.snapshot import blocking
+from signaller.snapshot.engine import IncrementalSnapshotter
 from signaller.snapshot.reading import InlineReads, interrupted
 from signaller.snapshot.state import Key
 from signaller.sources.base import ChunkQueryError, ChunkReadInterrupted, ChunkTable, chunk_query_error
 from signaller.sources.postgres.catalog import PostgresTableInfo
+from signaller.sources.postgres.reader import Change
+from signaller.sources.postgres.relations import RelationCache
+from signaller.sources.postgres.schemas import PostgresSchemaProvider
 from tests.unit.test_snapshot_window_hop import Loop, TwoTables
+from tests.unit.test_snapshot_window_property import _BlockingSource, _scripted
+from tests.unit.test_snapshot_window_property import _scans as _sim_scans
 
 pytestmark = pytest.mark.unit
 
@@ -180,3 +190,82 @@ def test_a_signal_that_waits_for_an_interrupted_read_retries_the_session_instead
                           ExecuteSnapshot("b1", ("public\\.b",), snapshot_type="blocking"))
     assert not _scans(loop) and not [n for n in loop.notes if n.type == "REJECTED"]
     assert loop.engine.state.running and loop.engine.state.queue[0].table == "public.a"
+
+
+# -- blocking snapshots: an interrupted read is read again in place -------------------------------------------
+
+
+class _InterruptedBlockingSource(_BlockingSource):
+    """``_BlockingSource`` whose ``fail_at``-th chunk read raises ``make()`` ``times`` times before it answers."""
+
+    def __init__(self, db: Any, fail_at: int, times: int, make: Callable[[], Exception]) -> None:
+        super().__init__(db)
+        self.fail_at, self.times, self.make, self.calls = fail_at, times, make, 0
+
+    def read_chunk(self, chunk: ChunkTable, lower: Key | None, upper: Key | None,
+                   limit: int) -> list[tuple[str | None, ...]]:
+        self.calls += 1
+        if self.calls >= self.fail_at and self.times > 0:
+            self.times -= 1
+            raise self.make()
+        return super().read_chunk(chunk, lower, upper, limit)
+
+
+def _blocking_run(source: _InterruptedBlockingSource, sim: Any,
+                  sleep: Callable[[float], None]) -> list[int]:
+    """A blocking snapshot of ``public.t`` (chunk size 4) through the engine; the keys emitted, in order."""
+    emitted: list[int] = []
+
+    def emit(change: Change) -> None:
+        assert change.event.after is not None
+        emitted.append(change.event.after["id"])
+
+    config = config_from_mapping({
+        "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
+        "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t",
+        "incremental.snapshot.chunk.size": "4"}, env={})
+    engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, source,
+                                    PostgresSchemaProvider(config, source, RelationCache()), emit, sim._notify,
+                                    compile_filter)
+    engine._blocking._sleep = sleep  # type: ignore[attr-defined]
+    outcome = engine.apply(Signal("b1", "execute-snapshot", {}, "http"),
+                           ExecuteSnapshot("b1", ("public\\.t",), "blocking"))
+    assert outcome.accepted, outcome.reason
+    return emitted
+
+
+def test_a_blocking_snapshot_reads_an_interrupted_chunk_again_and_emits_every_row_once() -> None:
+    """The second chunk's read is interrupted twice (PostgreSQL restarting): it is read again from the same key
+    after 0.1 s and 0.2 s, and the table ends ``SUCCEEDED`` with every row once, in key order. It used to end
+    ``SQL_EXCEPTION`` after the first chunk."""
+    sim = _scripted("int", 10, 4)
+    source = _InterruptedBlockingSource(sim.db, 2, 2, INTERRUPTIONS["chunk"])
+    waits: list[float] = []
+    assert _blocking_run(source, sim, waits.append) == list(range(10))
+    assert waits == [0.1, 0.2]
+    assert [(s["scanned_collection"], s["total_rows_scanned"], s["status"]) for s in _sim_scans(sim)] == [
+        ("public.t", "10", "SUCCEEDED")]
+
+
+def test_a_blocking_snapshot_ends_the_table_sql_exception_for_a_refused_read_and_a_lasting_interruption(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sim = _scripted("int", 10, 4)
+    waits: list[float] = []
+    refused = _InterruptedBlockingSource(sim.db, 2, 1, REFUSALS["chunk"])
+    # A chunk is emitted once the next one was read (to flag a table's last row): none was.
+    assert _blocking_run(refused, sim, waits.append) == []
+    assert waits == [] and refused.calls == 2
+    assert [(s["total_rows_scanned"], s["status"]) for s in _sim_scans(sim)] == [("0", "SQL_EXCEPTION")]
+
+    monkeypatch.setattr(blocking, "INTERRUPTED_READ_RETRY_S", 0.35)
+    sim = _scripted("int", 10, 4)
+    lasting = _InterruptedBlockingSource(sim.db, 2, 1000, INTERRUPTIONS["chunk"])
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    assert _blocking_run(lasting, sim, sleep) == []
+    assert waits == [0.1, 0.2] and lasting.calls == 4  # a third wait (0.4 s) would pass the 0.35 s budget
+    assert [(s["total_rows_scanned"], s["status"]) for s in _sim_scans(sim)] == [("0", "SQL_EXCEPTION")]
