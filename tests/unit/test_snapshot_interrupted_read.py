@@ -18,22 +18,17 @@ from typing import Any
 
 import pytest
 
-from signaller.config import config_from_mapping
 from signaller.errors import TerminalSourceError, TransientSourceError
 from signaller.model import TableId
-from signaller.signals.filters import compile_filter
 from signaller.signals.model import ExecuteSnapshot, Signal
 from signaller.snapshot import blocking
-from signaller.snapshot.engine import IncrementalSnapshotter
 from signaller.snapshot.reading import InlineReads, interrupted
 from signaller.snapshot.state import Key
 from signaller.sources.base import ChunkQueryError, ChunkReadInterrupted, ChunkTable, chunk_query_error
 from signaller.sources.postgres.catalog import PostgresTableInfo
 from signaller.sources.postgres.reader import Change
-from signaller.sources.postgres.relations import RelationCache
-from signaller.sources.postgres.schemas import PostgresSchemaProvider
 from tests.unit.test_snapshot_window_hop import Loop, TwoTables
-from tests.unit.test_snapshot_window_property import _BlockingSource, _scripted
+from tests.unit.test_snapshot_window_property import _BlockingSource, _scripted, blocking_engine
 from tests.unit.test_snapshot_window_property import _scans as _sim_scans
 
 pytestmark = pytest.mark.unit
@@ -220,13 +215,7 @@ def _blocking_run(source: _InterruptedBlockingSource, sim: Any,
         assert change.event.after is not None
         emitted.append(change.event.after["id"])
 
-    config = config_from_mapping({
-        "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
-        "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t",
-        "incremental.snapshot.chunk.size": "4"}, env={})
-    engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, source,
-                                    PostgresSchemaProvider(config, source, RelationCache()), emit, sim._notify,
-                                    compile_filter)
+    engine = blocking_engine(source, emit, sim._notify)
     engine._blocking._sleep = sleep  # type: ignore[attr-defined]
     outcome = engine.apply(Signal("b1", "execute-snapshot", {}, "http"),
                            ExecuteSnapshot("b1", ("public\\.t",), "blocking"))

@@ -948,6 +948,18 @@ class _BlockingSource:
         return rows
 
 
+def blocking_engine(source: _BlockingSource, emit: Callable[[Change], None],
+                    notify: Callable[[notes.Notification], None]) -> IncrementalSnapshotter:
+    """An engine over ``source`` (tables ``public.t`` and ``public.u``, chunk size 4) for blocking snapshots."""
+    config = config_from_mapping({
+        "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
+        "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t,public.u",
+        "incremental.snapshot.chunk.size": "4"}, env={})
+    return IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, source,
+                                  PostgresSchemaProvider(config, source, RelationCache()), emit, notify,
+                                  compile_filter)
+
+
 @pytest.mark.parametrize("rows", [1, 2, 12, 25])
 def test_blocking_snapshot_emits_chunk_by_chunk_with_debezium_flags(rows: int) -> None:
     """Two tables (the same rows), chunk size 4: every row once, in key order, with first /
@@ -964,13 +976,7 @@ def test_blocking_snapshot_emits_chunk_by_chunk_with_debezium_flags(rows: int) -
         emitted.append((event.table.table, event.after["id"], event.snapshot))
         ahead.append(source.rows_read - len(emitted))
 
-    config = config_from_mapping({
-        "database.hostname": "localhost", "database.user": "u", "database.dbname": "d", "topic.prefix": "sim",
-        "kafka.bootstrap.servers": "localhost:9092", "table.include.list": "public.t,public.u",
-        "incremental.snapshot.chunk.size": "4"}, env={})
-    engine = IncrementalSnapshotter(config.snapshot, config.capture, config.topics.prefix, source,
-                                    PostgresSchemaProvider(config, source, RelationCache()), emit, sim._notify,
-                                    compile_filter)
+    engine = blocking_engine(source, emit, sim._notify)
     action = ExecuteSnapshot("b1", ("public\\.t", "public\\.u"), "blocking")
     outcome = engine.apply(Signal("b1", "execute-snapshot", {}, "http"), action)
     assert outcome.accepted, outcome.reason
