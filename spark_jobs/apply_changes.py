@@ -98,8 +98,8 @@ class BatchApplier:
         self.cfg = cfg
         self.stats: dict[str, int] = {"batches": 0, "events": 0, "dead_letters": 0}
         self.tables = DeltaTables(cfg)
-        self.writer = DeltaWriter(cfg, self._phase)
         self.cache = BatchCache()  # what a batch checkpoints and caches, released when it ends
+        self.writer = DeltaWriter(cfg, self._phase, self.cache.checkpoint)
         self.dead_letters = DeadLetters(cfg)
         self.schemas = SchemaCache()
         registry = Registry(cfg.schema_registry_url, cfg.schema_registry_user_info) if cfg.schema_registry_url else None

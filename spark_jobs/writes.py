@@ -20,6 +20,7 @@ from typing import Any
 
 from spark_jobs import split
 from spark_jobs.connect_schema import ColumnSpec, quote
+from spark_jobs.dv_merge import Checkpoint, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.phases import PhaseClock
 from spark_jobs.side_write import SideWrite
@@ -35,9 +36,10 @@ Bounds = list[tuple[str, str, str]]
 class DeltaWriter:
     """The Delta writes of the job's batches (see the module docstring)."""
 
-    def __init__(self, cfg: ApplyJobConfig, phase: Phase) -> None:
+    def __init__(self, cfg: ApplyJobConfig, phase: Phase, checkpoint: Checkpoint) -> None:
         self.cfg = cfg
         self._phase = phase
+        self._checkpoint = checkpoint  # materializes a DataFrame until the batch ends
         self._known: set[str] = set()  # tombstone tables known to exist
         self._last_gc: dict[str, float] = {}
         self._ranges: dict[str, split.KeyRange | None] = {}  # per table: its keys lie inside
@@ -204,8 +206,14 @@ class DeltaWriter:
         bounds: Bounds,
     ) -> None:
         """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
-        Delta skip the files whose key statistics lie outside it: they cannot match."""
+        Delta skip the files whose key statistics lie outside it: they cannot match. With
+        ``deletion_vectors`` the same MERGE is written from one join (``spark_jobs.dv_merge``)."""
         from delta.tables import DeltaTable
+
+        if self.cfg.deletion_vectors:
+            merge_with_deletion_vectors(spark, latest, columns, keys, META_COLUMNS, path, self._app_id("merge", name),
+                                        batch_id, range_sql(None, bounds) if bounds else None, self._checkpoint)
+            return
 
         cond = merge_condition(keys, bounds)
         update: dict[str, Any] = {}

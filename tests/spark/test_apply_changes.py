@@ -148,8 +148,11 @@ def _bad_qty(record: Record) -> Record:
     return record[0], json.dumps(value).encode()
 
 
-@pytest.fixture(scope="module")
-def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+@pytest.fixture(scope="module", params=[False, True], ids=["copy-on-write", "deletion-vectors"])
+def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPathFactory,
+             request: pytest.FixtureRequest) -> Iterator[Scenario]:
+    """The scenario, once with copy-on-write MERGEs and once with deletion vectors
+    (``spark_jobs.dv_merge``): every test below holds for both."""
     import uuid
 
     unique = uuid.uuid4().hex[:10]
@@ -157,7 +160,7 @@ def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPath
     cfg = ApplyJobConfig(
         bootstrap_servers=stack.bootstrap_servers, subscribe_pattern=re.escape(prefix) + r"\..*", topic_prefix=prefix,
         target_root=str(root / "delta"), checkpoint_location=str(root / "checkpoint"), available_now=True,
-        target_catalog_prefix=f"cdc{unique}.", cluster_by={"public.items": ["id"]},
+        target_catalog_prefix=f"cdc{unique}.", cluster_by={"public.items": ["id"]}, deletion_vectors=request.param,
     )
     items = SourceTable(prefix, "items", [ID, col("name", "text"), col("qty", "int8"), col("note", "text"),
                                           col("codes", "_int4")])
@@ -275,6 +278,19 @@ def _version(spark: Any, path: str) -> int:
     return int(spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first().version)
 
 
+def _delta_rs_rows(scenario: Scenario, table: str) -> list[dict[str, Any]]:
+    """The table's rows as delta-rs (``deltalake``, a reader without Spark) reads them. delta-rs
+    1.x cannot read deletion vectors: with them it refuses the table, naming the feature (the
+    README says so), and the rows come from Spark's reader, as Arrow (delta-rs's types) instead."""
+    from deltalake import DeltaTable
+
+    if not scenario.cfg.deletion_vectors:
+        return list(DeltaTable(scenario.path(table)).to_pyarrow_table().to_pylist())
+    with pytest.raises(Exception, match="deletionVectors"):
+        DeltaTable(scenario.path(table)).to_pyarrow_table()
+    return list(scenario.spark.read.format("delta").load(scenario.path(table)).toArrow().to_pylist())
+
+
 # -- tests ------------------------------------------------------------------------------------
 def test_items_converge_despite_duplicates_late_reads_key_changes_and_toast(scenario: Scenario) -> None:
     assert scenario.rows("items", "name", "qty", "note", "codes") == ITEMS_FINAL
@@ -322,9 +338,7 @@ def test_every_type_round_trips_with_and_without_embedded_schema(scenario: Scena
         if name in INFINITY:
             assert rows[4][name] == expected(INFINITY[name][1]), name
     # A downstream reader without Spark: delta-rs sees the same values.
-    from deltalake import DeltaTable
-
-    arrow = {r["id"]: r for r in DeltaTable(scenario.path("types")).to_pyarrow_table().to_pylist()}
+    arrow = {r["id"]: r for r in _delta_rs_rows(scenario, "types")}
     for name, *_, value in TYPES:
         assert arrow[1][name] == value, name
 
@@ -384,12 +398,27 @@ def test_change_data_feed_and_catalog_names(scenario: Scenario) -> None:
             ("update_postimage", 30, "c30")} <= changes
     assert not {name for _, _, name in changes} & {"a-old", "b-late", "a"}
     assert not any(i in (2, 3) for _, i, _ in changes), "a deleted key came back"
-    from deltalake import DeltaTable
-
-    arrow = DeltaTable(scenario.path("items")).to_pyarrow_table()
-    assert {r["id"]: (r["name"], r["qty"], r["note"], r["codes"]) for r in arrow.to_pylist()} == ITEMS_FINAL
+    arrow = _delta_rs_rows(scenario, "items")
+    assert {r["id"]: (r["name"], r["qty"], r["note"], r["codes"]) for r in arrow} == ITEMS_FINAL
     catalog = scenario.cfg.catalog_name("public.items")
     assert catalog is not None
     assert {r.id for r in spark.table(catalog).collect()} == set(ITEMS_FINAL)
     detail = spark.sql(f"DESCRIBE DETAIL {catalog}").first()
     assert list(detail.clusteringColumns) == ["id"]
+
+
+def test_merges_mark_replaced_rows_with_deletion_vectors_instead_of_rewriting_files(scenario: Scenario) -> None:
+    """With deletion vectors every MERGE of the items table marks the rows it replaces as deleted
+    and copies no stored row (``spark_jobs.dv_merge``), and history keeps Delta's MERGE metrics;
+    copy-on-write adds no deletion vector."""
+    history = scenario.spark.sql(f"DESCRIBE HISTORY delta.`{scenario.path('items')}`").collect()
+    merges = [r.operationMetrics for r in history if r.operation == "MERGE"]
+    assert merges
+    added = sum(int(m["numTargetDeletionVectorsAdded"]) + int(m["numTargetDeletionVectorsUpdated"]) for m in merges)
+    if scenario.cfg.deletion_vectors:
+        assert added > 0
+        assert all(int(m["numTargetRowsCopied"]) == 0 for m in merges)
+        assert sum(int(m["numTargetRowsUpdated"]) + int(m["numTargetRowsDeleted"]) for m in merges) > 0
+        assert all(int(m["numSourceRows"]) > 0 for m in merges)
+    else:
+        assert added == 0

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from spark_jobs.batch_cache import BatchCache
 from spark_jobs.connect_schema import ColumnSpec
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.phases import PhaseClock
@@ -62,7 +63,7 @@ def test_tombstones_beside_a_merge_keep_their_own_idempotent_write_id(spark: Any
 
     cfg = ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
                          checkpoint_location=str(tmp_path / "cp"), subscribe="x")
-    writer = DeltaWriter(cfg, lambda _name: contextlib.nullcontext())
+    writer = DeltaWriter(cfg, lambda _name: contextlib.nullcontext(), BatchCache().checkpoint)
     path = str(tmp_path / "delta" / "_tombstones" / "public" / "t")
     columns = [ColumnSpec("id", "BIGINT", "id", "BIGINT", optional=False)]
     deletes = spark.range(5).select(F.col("id"), F.struct(F.lit(1).cast("bigint").alias("commit_lsn"), F.col(

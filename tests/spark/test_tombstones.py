@@ -11,6 +11,7 @@ import pytest
 
 from signaller.model import Column
 from spark_jobs.apply_changes import BatchApplier
+from spark_jobs.batch_cache import BatchCache
 from spark_jobs.connect_schema import ColumnSpec
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.writes import AUTO_COMPACT, DeltaWriter
@@ -91,7 +92,7 @@ def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path) -> None:
 
     writer = DeltaWriter(ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
                                         checkpoint_location=str(tmp_path / "cp"), subscribe="x"),
-                         lambda _name: contextlib.nullcontext())
+                         lambda _name: contextlib.nullcontext(), BatchCache().checkpoint)
     path = str(tmp_path / "delta" / "_tombstones" / "public" / "many")
     columns = [ColumnSpec("id", "BIGINT", "id", "BIGINT", optional=False)]
     for batch_id in range(60):
