@@ -31,7 +31,7 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    the MERGE inserts them: one commit instead of two);
 8. MERGE the rest: delete when matched and newer; update when matched and newer (keeping the stored
    value of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not
-   matched and not a delete. ``deletion_vectors`` in the config turns Delta's deletion vectors on.
+   matched and not a delete. With ``deletion_vectors`` it is written from one join (``spark_jobs.dv_merge``).
 
 ``spark_jobs.phases`` times each step (``BatchApplier.last_clock``).
 

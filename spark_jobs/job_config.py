@@ -41,8 +41,9 @@ class ApplyJobConfig:
     ``tombstone_retention_hours``: how long a delete is remembered against late, older events
     (0 = not at all). ``master: null`` leaves the master to ``spark-submit``.
     ``deletion_vectors``: create the tables with Delta deletion vectors (and turn them on for
-    existing ones): a MERGE marks replaced rows instead of rewriting their files. Off by default:
-    delta-rs (``deltalake``) readers up to at least 1.6.6 refuse tables that use them.
+    existing ones): a MERGE marks replaced rows instead of rewriting their files
+    (``spark_jobs.dv_merge``). Off by default: delta-rs (``deltalake``) readers up to at least 1.6.6
+    refuse tables that use them, and replaced rows stay in the files until an ``OPTIMIZE``.
     ``format``: how record values are read: ``auto`` (default: a value that starts with the magic
     byte 0 is Avro in the Confluent wire format, any other JSON), ``json`` or ``avro``.
     ``schema_registry_url`` (``schema.registry.url``; Apicurio: ``.../apis/ccompat/v7``) is where Avro
