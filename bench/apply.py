@@ -351,11 +351,18 @@ def _admin_topics(settings: StackSettings, create: list[str] = (), delete: list[
                     future.result(30)
 
 
+def cached_table_path(settings: StackSettings, rows: int) -> tuple[Path, bool]:
+    """Where the cached Delta table of ``rows`` rows is (``<root>/public/bench_apply``), and
+    whether it is complete there."""
+    root = settings.home / "bench" / f"apply-{rows}-{_fingerprint(rows)}"
+    return root / "public" / TABLE, (root / "complete.json").exists()
+
+
 def cached_table(settings: StackSettings, worker: _SparkWorker, rows: int, log: Any) -> Path:
     """The cached Delta table's directory (``<root>/public/bench_apply``), built when missing."""
-    root = settings.home / "bench" / f"apply-{rows}-{_fingerprint(rows)}"
-    table_dir = root / "public" / TABLE
-    if (root / "complete.json").exists():
+    table_dir, complete = cached_table_path(settings, rows)
+    root = table_dir.parent.parent
+    if complete:
         return table_dir
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)

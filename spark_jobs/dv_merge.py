@@ -31,6 +31,7 @@ Delta version in ``spark_jobs.session``.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +60,17 @@ METRICS = (
 """The operation metrics Delta records for a MERGE (``DESCRIBE HISTORY``); Delta's MERGE operation
 reads the source's row count from ``operationNumSourceRows``."""
 
+DV_PROPERTY = "delta.enableDeletionVectors"
+
+
+class Outcome(enum.Enum):
+    """What :func:`merge_with_deletion_vectors` did."""
+
+    MERGED = "merged"
+    ALREADY_APPLIED = "already applied"  # the table holds the batch id for the app id: nothing written
+    NOT_ENABLED = "not enabled"  # the table does not have deletion vectors on: nothing written
+
+
 Checkpoint = Callable[[Any, bool], Any]
 """Materializes a DataFrame for the rest of the batch (``spark_jobs.batch_cache.BatchCache.checkpoint``)."""
 
@@ -66,11 +78,12 @@ Checkpoint = Callable[[Any, bool], Any]
 def merge_with_deletion_vectors(
     spark: Any, source: Any, columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], path: str,
     app_id: str, batch_id: int, range_predicate: str | None, checkpoint: Checkpoint,
-) -> bool:
+) -> Outcome:
     """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
-    into the Delta table at ``path`` (deletion vectors on) as the module docstring says. ``range_predicate``:
-    SQL over the key columns every source key satisfies (prunes the target's files), or None.
-    Returns False when the table already holds ``batch_id`` for ``app_id`` (nothing written)."""
+    into the Delta table at ``path`` as the module docstring says. ``range_predicate``: SQL over the
+    key columns every source key satisfies (prunes the target's files), or None. Writes nothing
+    when the table already holds ``batch_id`` for ``app_id``, or when its deletion vectors are not
+    on (``delta.enableDeletionVectors``: Spark then gives no row indexes; the caller MERGEs)."""
     from pyspark.sql import functions as F
 
     jvm, jspark = spark._jvm, spark._jsparkSession
@@ -79,7 +92,10 @@ def merge_with_deletion_vectors(
     log = delta.DeltaLog.forTable(jspark, path)
     txn = log.startTransaction()
     if txn.txnVersion(app_id) >= batch_id:
-        return False
+        return Outcome.ALREADY_APPLIED
+    enabled = txn.metadata().configuration().get(DV_PROPERTY)
+    if not enabled.isDefined() or str(enabled.get()).lower() != "true":
+        return Outcome.NOT_ENABLED
     files = txn.filterFiles()
     target = spark.read.format("delta").option("versionAsOf", str(txn.readVersion())).load(path)
     if range_predicate:
@@ -177,7 +193,7 @@ def merge_with_deletion_vectors(
     none = jvm.scala.Option.empty()
     operation = delta.DeltaOperations.Merge(none, none, none, none, empty, empty, empty)
     txn.commit(python_utils.toSeq(actions), operation)
-    return True
+    return Outcome.MERGED
 
 
 def _iterate(seq: Any) -> list[Any]:

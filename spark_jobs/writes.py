@@ -20,7 +20,7 @@ from typing import Any
 
 from spark_jobs import split
 from spark_jobs.connect_schema import ColumnSpec, quote
-from spark_jobs.dv_merge import Checkpoint, merge_with_deletion_vectors
+from spark_jobs.dv_merge import Checkpoint, Outcome, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.phases import PhaseClock
 from spark_jobs.side_write import SideWrite
@@ -207,12 +207,14 @@ class DeltaWriter:
     ) -> None:
         """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
         Delta skip the files whose key statistics lie outside it: they cannot match. With
-        ``deletion_vectors`` the same MERGE is written from one join (``spark_jobs.dv_merge``)."""
+        ``deletion_vectors`` (and the table's deletion vectors on) the same MERGE is written from
+        one join (``spark_jobs.dv_merge``)."""
         from delta.tables import DeltaTable
 
-        if self.cfg.deletion_vectors:
-            merge_with_deletion_vectors(spark, latest, columns, keys, META_COLUMNS, path, self._app_id("merge", name),
-                                        batch_id, range_sql(None, bounds) if bounds else None, self._checkpoint)
+        if self.cfg.deletion_vectors and merge_with_deletion_vectors(
+            spark, latest, columns, keys, META_COLUMNS, path, self._app_id("merge", name), batch_id,
+            range_sql(None, bounds) if bounds else None, self._checkpoint,
+        ) is not Outcome.NOT_ENABLED:
             return
 
         cond = merge_condition(keys, bounds)
