@@ -157,13 +157,9 @@ def merge_with_deletion_vectors(
     written = txn.writeFiles(out._jdf)
     rewritten = time.monotonic()
 
-    actions = jvm.java.util.ArrayList()
-    for seq in (dv_result._1(), written):
-        it = seq.iterator()
-        while it.hasNext():
-            actions.add(it.next())
-    data_files = [a for a in _iterate(written) if a.getClass().getSimpleName() == "AddFile"]
-    change_files = [a for a in _iterate(written) if a.getClass().getSimpleName() == "AddCDCFile"]
+    written_files = _iterate(written)
+    data_files = [a for a in written_files if a.getClass().getSimpleName() == "AddFile"]
+    change_files = [a for a in written_files if a.getClass().getSimpleName() == "AddCDCFile"]
     rows_out = sum(int(a.numPhysicalRecords().get()) for a in data_files if a.numPhysicalRecords().isDefined())
     dv_metrics = {k: int(v) for k, v in _scala_map(dv_result._2()).items()}
     values = {
@@ -180,20 +176,28 @@ def merge_with_deletion_vectors(
         "scanTimeMs": int((scanned - started) * 1000), "rewriteTimeMs": int((rewritten - scanned) * 1000),
     }
     values["executionTimeMs"] = int((time.monotonic() - started) * 1000)
-    metrics = jvm.java.util.HashMap()
-    for name in METRICS:
-        metric = jvm.org.apache.spark.sql.execution.metric.SQLMetrics.createMetric(spark.sparkContext._jsc.sc(), name)
-        metric.set(int(values.get(name, 0)))
-        metrics.put(name, metric)
+    _register_metrics(spark, txn, values)
+    actions = jvm.java.util.ArrayList()
+    for action in [*_iterate(dv_result._1()), *written_files, delta.actions.SetTransaction(
+            app_id, batch_id, jvm.scala.Some(jvm.java.lang.Long.valueOf(int(time.time() * 1000))))]:
+        actions.add(action)
     python_utils = jvm.org.apache.spark.api.python.PythonUtils
-    txn.registerSQLMetrics(jspark, python_utils.toScalaMap(metrics))
-    actions.add(delta.actions.SetTransaction(app_id, batch_id, jvm.scala.Some(
-        jvm.java.lang.Long.valueOf(int(time.time() * 1000)))))
     empty = python_utils.toSeq(jvm.java.util.ArrayList())
     none = jvm.scala.Option.empty()
     operation = delta.DeltaOperations.Merge(none, none, none, none, empty, empty, empty)
     txn.commit(python_utils.toSeq(actions), operation)
     return Outcome.MERGED
+
+
+def _register_metrics(spark: Any, txn: Any, values: dict[str, int]) -> None:
+    """Give the transaction Delta's MERGE metrics (:data:`METRICS`, 0 where ``values`` has none)."""
+    jvm = spark._jvm
+    metrics = jvm.java.util.HashMap()
+    for name in METRICS:
+        metric = jvm.org.apache.spark.sql.execution.metric.SQLMetrics.createMetric(spark.sparkContext._jsc.sc(), name)
+        metric.set(int(values.get(name, 0)))
+        metrics.put(name, metric)
+    txn.registerSQLMetrics(spark._jsparkSession, jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(metrics))
 
 
 def _iterate(seq: Any) -> list[Any]:
