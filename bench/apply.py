@@ -73,7 +73,8 @@ COLUMNS = (
 TABLE = "bench_apply"
 SEED_ROWS = 1_000
 FILES = 4
-"""Files of the appended part of the cached table (the job's ``spark.sql.shuffle.partitions``)."""
+"""Files of the appended part of the cached table (a copy-on-write MERGE rewrites them into one file per shuffle
+partition of the job)."""
 CACHED_SEQ_COMMIT = 1
 """``_cdc_seq.commit_lsn`` of the cached rows; every benchmark event sorts after it."""
 EVENT_LSN_START = 10_000_000_000
