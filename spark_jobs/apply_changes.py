@@ -319,6 +319,8 @@ class BatchApplier:
             if side is not None:
                 with self._phase("tombstones"):
                     side.wait()
+            with self._phase("compaction"):
+                writer.compact(spark, path)
             writer.widen_range(path, stats, columns, keys)
             with self._phase("tombstone_gc"):
                 writer.collect_tombstones(spark, path, name, batch_id)

@@ -34,8 +34,10 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.compaction import deleted_share
 from spark_jobs.connect_schema import ColumnSpec, quote
 
 FILE, ROW = "__signaller_dv_file", "__signaller_dv_row"
@@ -71,6 +73,16 @@ class Outcome(enum.Enum):
     NOT_ENABLED = "not enabled"  # the table does not have deletion vectors on: nothing written
 
 
+@dataclass(frozen=True)
+class MergeResult:
+    """What :func:`merge_with_deletion_vectors` did, and (``MERGED``) the share of the table's
+    stored rows its deletion vectors mark deleted after the commit (None: a file without
+    statistics; ``spark_jobs.compaction.deleted_share``)."""
+
+    outcome: Outcome
+    deleted_share: float | None = None
+
+
 Checkpoint = Callable[[Any, bool], Any]
 """Materializes a DataFrame for the rest of the batch (``spark_jobs.batch_cache.BatchCache.checkpoint``)."""
 
@@ -78,7 +90,7 @@ Checkpoint = Callable[[Any, bool], Any]
 def merge_with_deletion_vectors(
     spark: Any, source: Any, columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], path: str,
     app_id: str, batch_id: int, range_predicate: str | None, checkpoint: Checkpoint,
-) -> Outcome:
+) -> MergeResult:
     """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
     into the Delta table at ``path`` as the module docstring says. ``range_predicate``: SQL over the
     key columns every source key satisfies (prunes the target's files), or None. Writes nothing
@@ -92,10 +104,10 @@ def merge_with_deletion_vectors(
     log = delta.DeltaLog.forTable(jspark, path)
     txn = log.startTransaction()
     if txn.txnVersion(app_id) >= batch_id:
-        return Outcome.ALREADY_APPLIED
+        return MergeResult(Outcome.ALREADY_APPLIED)
     enabled = txn.metadata().configuration().get(DV_PROPERTY)
     if not enabled.isDefined() or str(enabled.get()).lower() != "true":
-        return Outcome.NOT_ENABLED
+        return MergeResult(Outcome.NOT_ENABLED)
     files = txn.filterFiles()
     target = spark.read.format("delta").option("versionAsOf", str(txn.readVersion())).load(path)
     if range_predicate:
@@ -186,7 +198,30 @@ def merge_with_deletion_vectors(
     none = jvm.scala.Option.empty()
     operation = delta.DeltaOperations.Merge(none, none, none, none, empty, empty, empty)
     txn.commit(python_utils.toSeq(actions), operation)
-    return Outcome.MERGED
+    share = deleted_share(_stored_and_marked(_files_with_row_counts(txn.snapshot())), counts.updated + counts.deleted,
+                          rows_out)
+    return MergeResult(Outcome.MERGED, share)
+
+
+def _files_with_row_counts(snapshot: Any) -> list[Any]:
+    """The snapshot's ``AddFile`` actions with their row counts: from its checksum file when that
+    lists them (Delta does up to 50 files: no Spark job), else from its state (one small job over
+    the state the transaction has already read). ``filterFiles`` drops the statistics."""
+    checksum = snapshot.checksumOpt()
+    if checksum.isDefined() and checksum.get().allFiles().isDefined():
+        return _iterate(checksum.get().allFiles().get())
+    return _iterate(snapshot.getAllFiles(True))
+
+
+def _stored_and_marked(files: list[Any]) -> list[tuple[int | None, int]]:
+    """``(stored rows, rows marked deleted)`` of Delta ``AddFile`` actions (stored rows None
+    without statistics)."""
+    out: list[tuple[int | None, int]] = []
+    for f in files:
+        rows = f.numPhysicalRecords()
+        vector = f.deletionVector()
+        out.append((int(rows.get()) if rows.isDefined() else None, int(vector.cardinality()) if vector else 0))
+    return out
 
 
 def _register_metrics(spark: Any, txn: Any, values: dict[str, int]) -> None:

@@ -44,6 +44,9 @@ class ApplyJobConfig:
     existing ones): a MERGE marks replaced rows instead of rewriting their files
     (``spark_jobs.dv_merge``). Off by default: delta-rs (``deltalake``) readers up to at least 1.6.6
     refuse tables that use them, and replaced rows stay in the files until an ``OPTIMIZE``.
+    ``compact_deleted_share`` (with ``deletion_vectors``): the job runs ``OPTIMIZE`` on a table
+    right after a MERGE that leaves at least this share of its stored rows marked deleted
+    (``spark_jobs.compaction``; default 0.3, 0 = never: compact the tables yourself).
     ``format``: how record values are read: ``auto`` (default: a value that starts with the magic
     byte 0 is Avro in the Confluent wire format, any other JSON), ``json`` or ``avro``.
     ``schema_registry_url`` (``schema.registry.url``; Apicurio: ``.../apis/ccompat/v7``) is where Avro
@@ -72,6 +75,7 @@ class ApplyJobConfig:
     partition_by: dict[str, list[str]] = field(default_factory=dict)
     cluster_by: dict[str, list[str]] = field(default_factory=dict)
     deletion_vectors: bool = False
+    compact_deleted_share: float = 0.3
     format: str = "auto"
     schema_registry_url: str | None = None
     schema_registry_user_info: str | None = None
@@ -113,6 +117,7 @@ ALIASES = {
     "partitionBy": "partition_by",
     "clusterBy": "cluster_by",
     "deletionVectors": "deletion_vectors",
+    "compactDeletedShare": "compact_deleted_share",
     "basic.auth.user.info": "schema_registry_user_info",
     "schema.registry.basic.auth.user.info": "schema_registry_user_info",
 }
@@ -194,6 +199,10 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
             raise JobConfigError(msg)
     if not isinstance(values.get("deletion_vectors", False), bool):
         msg = f"{origin}: 'deletion_vectors' must be true or false, got {values['deletion_vectors']!r}"
+        raise JobConfigError(msg)
+    share = values.get("compact_deleted_share", 0.3)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+        msg = f"{origin}: 'compact_deleted_share' must be a number from 0 (never) to below 1, got {share!r}"
         raise JobConfigError(msg)
     if values.get("format", "auto") not in FORMATS:
         msg = f"{origin}: 'format' must be one of {list(FORMATS)}, got {values['format']!r}"

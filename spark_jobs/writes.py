@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from spark_jobs import split
+from spark_jobs import compaction, split
 from spark_jobs.connect_schema import ColumnSpec, quote
 from spark_jobs.dv_merge import Checkpoint, Outcome, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
@@ -43,6 +43,7 @@ class DeltaWriter:
         self._known: set[str] = set()  # tombstone tables known to exist
         self._last_gc: dict[str, float] = {}
         self._ranges: dict[str, split.KeyRange | None] = {}  # per table: its keys lie inside
+        self._compaction_due: set[str] = set()  # tables whose last MERGE left enough rows marked deleted
 
     def truncate(self, spark: Any, path: str, name: str, batch_id: int, horizon: tuple[int, int, int]) -> None:
         """Delete every stored row older than ``horizon`` (a truncate's ``_cdc_seq``)."""
@@ -201,6 +202,15 @@ class DeltaWriter:
         DeltaTable.forPath(spark, tomb_path).delete(f"_deleted_at < {horizon}")
         self._last_gc[tomb_path] = now
 
+    def compact(self, spark: Any, path: str) -> bool:
+        """``OPTIMIZE`` ``path`` if its last MERGE made it due (``spark_jobs.compaction``); whether
+        it did. Call after the batch's MERGE, outside it: the batch is applied either way."""
+        if path not in self._compaction_due:
+            return False
+        compaction.compact(spark, path)
+        self._compaction_due.discard(path)
+        return True
+
     def merge(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int,
         bounds: Bounds,
@@ -208,14 +218,19 @@ class DeltaWriter:
         """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
         Delta skip the files whose key statistics lie outside it: they cannot match. With
         ``deletion_vectors`` (and the table's deletion vectors on) the same MERGE is written from
-        one join (``spark_jobs.dv_merge``)."""
+        one join (``spark_jobs.dv_merge``), and the table is due for :meth:`compact` when that
+        leaves ``compact_deleted_share`` of its rows marked deleted."""
         from delta.tables import DeltaTable
 
-        if self.cfg.deletion_vectors and merge_with_deletion_vectors(
-            spark, latest, columns, keys, META_COLUMNS, path, self._app_id("merge", name), batch_id,
-            range_sql(None, bounds) if bounds else None, self._checkpoint,
-        ) is not Outcome.NOT_ENABLED:
-            return
+        if self.cfg.deletion_vectors:
+            result = merge_with_deletion_vectors(
+                spark, latest, columns, keys, META_COLUMNS, path, self._app_id("merge", name), batch_id,
+                range_sql(None, bounds) if bounds else None, self._checkpoint,
+            )
+            if compaction.due(result.deleted_share, self.cfg.compact_deleted_share):
+                self._compaction_due.add(path)
+            if result.outcome is not Outcome.NOT_ENABLED:
+                return
 
         cond = merge_condition(keys, bounds)
         update: dict[str, Any] = {}

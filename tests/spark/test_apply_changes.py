@@ -420,5 +420,8 @@ def test_merges_mark_replaced_rows_with_deletion_vectors_instead_of_rewriting_fi
         assert all(int(m["numTargetRowsCopied"]) == 0 for m in merges)
         assert sum(int(m["numTargetRowsUpdated"]) + int(m["numTargetRowsDeleted"]) for m in merges) > 0
         assert all(int(m["numSourceRows"]) > 0 for m in merges)
+        # a MERGE left compact_deleted_share (0.3) of its rows marked deleted: the job compacted it
+        assert [r.operation for r in history if r.operation == "OPTIMIZE"]
     else:
         assert added == 0
+        assert not [r.operation for r in history if r.operation == "OPTIMIZE"]

@@ -2,11 +2,13 @@
 
 The apply scenario (``test_apply_changes``) runs the whole job both ways; these tests hand
 ``DeltaWriter.merge`` the same batches directly: a two-column key, stale and newer events,
-unchanged-TOAST values, a replayed batch id, and a table whose deletion vectors are off."""
+unchanged-TOAST values, a replayed batch id, a table whose deletion vectors are off, and the
+compaction a MERGE makes due (``spark_jobs.compaction``)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +59,10 @@ def _batch(spark: Any) -> Any:
     return spark.createDataFrame(rows, SOURCE_DDL).localCheckpoint(eager=True)
 
 
-def _writer(tmp_path: Path, deletion_vectors: bool) -> DeltaWriter:
+def _writer(tmp_path: Path, deletion_vectors: bool, compact_deleted_share: float = 0.3) -> DeltaWriter:
     cfg = ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path), subscribe="x",
-                         checkpoint_location=str(tmp_path / "cp"), deletion_vectors=deletion_vectors)
+                         checkpoint_location=str(tmp_path / "cp"), deletion_vectors=deletion_vectors,
+                         compact_deleted_share=compact_deleted_share)
     return DeltaWriter(cfg, lambda _name: contextlib.nullcontext(), BatchCache().checkpoint)
 
 
@@ -100,7 +103,8 @@ def test_a_replayed_batch_id_writes_nothing(spark: Any, tmp_path: Path) -> None:
     version = spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first().version
     again = merge_with_deletion_vectors(spark, batch, COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 3, None,
                                         checkpoint)
-    assert (first, again) == (Outcome.MERGED, Outcome.ALREADY_APPLIED)
+    assert (first.outcome, again.outcome) == (Outcome.MERGED, Outcome.ALREADY_APPLIED)
+    assert first.deleted_share == pytest.approx(2 / 6)  # 4 stored rows, 2 marked, 2 written
     assert spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first().version == version
 
 
@@ -110,9 +114,64 @@ def test_a_table_without_deletion_vectors_gets_deltas_merge(spark: Any, tmp_path
     path = _table(spark, tmp_path / "plain", deletion_vectors=False)
     declined = merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, path, "app:merge:t", 1,
                                            None, BatchCache().checkpoint)
-    assert declined is Outcome.NOT_ENABLED
+    assert declined.outcome is Outcome.NOT_ENABLED
     _writer(tmp_path, True).merge(spark, _batch(spark), COLUMNS, KEYS, path, "public.t", 1, [])
     rows, _ = _contents(spark, path)
     assert ("eu", 1, "a2", "long note") in rows and ("us", 3, "new", "n5") in rows and len(rows) == 4
     metrics = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first().operationMetrics
     assert int(metrics["numTargetDeletionVectorsAdded"]) == 0
+
+
+def _live_files(path: str) -> list[dict[str, Any]]:
+    """The table's current data files, from its log's add and remove actions (a file is one per
+    path and deletion vector)."""
+    live: dict[tuple[str, str], dict[str, Any]] = {}
+    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            for kind in ("remove", "add"):
+                if kind in action:
+                    key = (action[kind]["path"], json.dumps(action[kind].get("deletionVector"), sort_keys=True))
+                    if kind == "add":
+                        live[key] = action[kind]
+                    else:
+                        live.pop(key, None)
+    return list(live.values())
+
+
+@pytest.mark.parametrize(("threshold", "compacted"), [(0.3, True), (0.34, False)])
+def test_a_merge_that_leaves_the_share_of_deleted_rows_compacts_the_table(
+    spark: Any, tmp_path: Path, threshold: float, compacted: bool,
+) -> None:
+    """The batch marks 2 of 4 stored rows and writes 2: a third of the rows are marked deleted."""
+    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    writer = _writer(tmp_path, True, compact_deleted_share=threshold)
+    writer.merge(spark, _batch(spark), COLUMNS, KEYS, dv, "public.t", 7, [])
+    writer.clear_txn(spark)
+    before = _contents(spark, dv)
+    assert any(f.get("deletionVector") for f in _live_files(dv))
+
+    assert writer.compact(spark, dv) is compacted
+    assert writer.compact(spark, dv) is False  # done: due again only after another MERGE
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first().operation
+    assert last == ("OPTIMIZE" if compacted else "MERGE")
+    assert any(f.get("deletionVector") for f in _live_files(dv)) is not compacted
+    assert _contents(spark, dv) == before  # same rows, same change data feed
+
+
+def test_the_share_is_counted_from_the_tables_state_when_its_checksum_does_not_list_the_files(
+    spark: Any, tmp_path: Path,
+) -> None:
+    """Delta lists a table's files in its checksum up to 50 files; a larger table's share comes from
+    its state instead, and is the same."""
+    key = "spark.databricks.delta.allFilesInCrc.enabled"
+    spark.conf.set(key, "false")
+    try:
+        dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+        listed = [json.loads(c.read_text()).get("allFiles") for c in (Path(dv) / "_delta_log").glob("0*.crc")]
+        assert listed and not any(listed)
+        result = merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 1,
+                                             None, BatchCache().checkpoint)
+    finally:
+        spark.conf.unset(key)
+    assert result.deleted_share == pytest.approx(2 / 6)
