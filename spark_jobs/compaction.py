@@ -11,8 +11,9 @@ a table's stored rows marked deleted (:func:`due`). The share comes from the fil
 read, with their row counts and deletion vectors, and from what it marked and wrote
 (:func:`deleted_share`): no Spark job when Delta's checksum file lists the files (up to 50), one
 small one over the table state otherwise. ``OPTIMIZE`` changes no data (its commit has
-``dataChange = false``: change data feed and streaming readers skip it), so a batch replayed
-after a crash that compacts again only rewrites what is there.
+``dataChange = false``: change data feed and streaming readers skip it), so it needs no
+idempotent-write id. Which tables are due is kept in memory only: after a restart, a table that
+was due is compacted after its next MERGE (a replayed batch's MERGE, skipped, decides nothing).
 """
 
 from __future__ import annotations
