@@ -8,9 +8,9 @@ the files whose deletion vectors mark more than 5 % of their rows
 
 The job runs it itself, right after the MERGE that leaves at least ``compact_deleted_share`` of
 a table's stored rows marked deleted (:func:`due`). The share comes from the files the MERGE
-read, with their row counts and deletion vectors, and from what it marked and wrote
-(:func:`deleted_share`): no Spark job when Delta's checksum file lists the files (up to 50), one
-small one over the table state otherwise. ``OPTIMIZE`` changes no data (its commit has
+read, with their row counts and deletion vectors, and from what its commit removed and added
+(:func:`files_after_commit`, :func:`deleted_share`): no Spark job when Delta's checksum file
+lists the files (up to 50), one small one over the table state otherwise. ``OPTIMIZE`` changes no data (its commit has
 ``dataChange = false``: change data feed and streaming readers skip it), so it needs no
 idempotent-write id. Which tables are due is kept in memory only: after a restart, a table that
 was due is compacted after its next MERGE (a replayed batch's MERGE, skipped, decides nothing).
@@ -18,24 +18,38 @@ was due is compacted after its next MERGE (a replayed batch's MERGE, skipped, de
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+FileRows = tuple[int | None, int]
+"""``(stored rows, rows marked deleted)`` of a data file (stored rows None: no statistics)."""
 
-def deleted_share(files: Iterable[tuple[int | None, int]], marked: int, written: int) -> float | None:
-    """The share of a table's stored rows that are marked deleted after a commit.
 
-    ``files``: ``(stored rows, rows already marked deleted)`` of every file of the table before the
-    commit (stored rows None: the file has no statistics, the share is unknown: None);
-    ``marked``: rows the commit marks deleted; ``written``: rows it adds."""
+def files_after_commit(
+    before: Mapping[str, FileRows], removed: Iterable[str], added: Mapping[str, FileRows],
+) -> list[FileRows]:
+    """The data files of a table after a commit: ``before`` (path -> rows, every file the commit
+    read), without the ``removed`` paths, with the ``added`` ones (a file re-added with a new
+    deletion vector is removed and added under its path; an added file without statistics keeps
+    the row count it had before)."""
+    after = dict(before)
+    for path in removed:
+        after.pop(path, None)
+    for path, (rows, dead) in added.items():
+        after[path] = (rows if rows is not None else before.get(path, (None, 0))[0], dead)
+    return list(after.values())
+
+
+def deleted_share(files: Iterable[FileRows]) -> float | None:
+    """The share of a table's stored rows that are marked deleted, from its data files
+    (None: a file without statistics makes it unknown; 0 for an empty table)."""
     stored = dead = 0
-    for rows, already in files:
+    for rows, marked in files:
         if rows is None:
             return None
         stored += rows
-        dead += already
-    total = stored + written
-    return (dead + marked) / total if total else 0.0
+        dead += marked
+    return dead / stored if stored else 0.0
 
 
 def due(share: float | None, threshold: float) -> bool:

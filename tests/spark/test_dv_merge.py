@@ -16,7 +16,7 @@ import pytest
 
 from spark_jobs.batch_cache import BatchCache
 from spark_jobs.connect_schema import ColumnSpec
-from spark_jobs.dv_merge import Outcome, merge_with_deletion_vectors
+from spark_jobs.dv_merge import Outcome, checksum_listing, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.tables import META_COLUMNS
 from spark_jobs.writes import DeltaWriter
@@ -44,7 +44,9 @@ def _table(spark: Any, path: Path, deletion_vectors: bool) -> str:
               f"{', delta.enableDeletionVectors = true' if deletion_vectors else ''})")
     stored = [("eu", 1, "a", "long note", _seq(10), "c", 0), ("eu", 2, "b", "n2", _seq(10), "c", 0),
               ("us", 1, "c", "n3", _seq(50), "c", 0), ("us", 2, "d", "n4", _seq(10), "c", 0)]
-    spark.createDataFrame(stored, DDL).write.format("delta").mode("append").save(str(path))
+    # one file: a MERGE that replaces some of its rows marks them (a file whose every row is
+    # replaced is removed instead, see test_a_file_whose_rows_are_all_replaced_is_removed)
+    spark.createDataFrame(stored, DDL).coalesce(1).write.format("delta").mode("append").save(str(path))
     return str(path)
 
 
@@ -162,8 +164,8 @@ def test_a_merge_that_leaves_the_share_of_deleted_rows_compacts_the_table(
 def test_the_share_is_counted_from_the_tables_state_when_its_checksum_does_not_list_the_files(
     spark: Any, tmp_path: Path,
 ) -> None:
-    """Delta lists a table's files in its checksum up to 50 files; a larger table's share comes from
-    its state instead, and is the same."""
+    """Delta lists a table's files in its checksum up to 50 files; a larger table's MERGE reads its
+    files from its state instead, and the share comes from there, the same."""
     key = "spark.databricks.delta.allFilesInCrc.enabled"
     spark.conf.set(key, "false")
     try:
@@ -175,3 +177,84 @@ def test_the_share_is_counted_from_the_tables_state_when_its_checksum_does_not_l
     finally:
         spark.conf.unset(key)
     assert result.deleted_share == pytest.approx(2 / 6)
+
+
+def test_a_file_whose_rows_are_all_replaced_is_removed(spark: Any, tmp_path: Path) -> None:
+    """The checksum's files carry their row counts: Delta removes a file whose every row the batch
+    replaces instead of keeping it with all rows marked, and the share counts no dead row."""
+    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    spark.sql(f"DELETE FROM delta.`{dv}` WHERE region = 'us'")  # rewrites the file: eu 1 and eu 2 left
+    result = merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 1,
+                                         None, BatchCache().checkpoint)
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first()
+    metrics = {k: int(v) for k, v in last.operationMetrics.items()}
+    assert (metrics["numTargetFilesRemoved"], metrics["numTargetDeletionVectorsAdded"]) == (1, 0)
+    assert result.deleted_share == 0.0
+    assert not any(f.get("deletionVector") for f in _live_files(dv))
+    assert _contents(spark, dv)[0] == {("eu", 1, "a2", "long note"), ("us", 3, "new", "n5"), ("us", 1, "stale", "x")}
+
+
+def test_the_checksum_and_the_table_state_give_the_same_merge(spark: Any, tmp_path: Path) -> None:
+    listed, state = (_table(spark, tmp_path / name, deletion_vectors=True) for name in ("listed", "state"))
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, listed)
+    assert checksum_listing(log.startTransaction()) is not None  # the checksum lists files and write ids
+    results = [merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, path, "app:merge:t", 1,
+                                           None, BatchCache().checkpoint, use_checksum=use)
+               for path, use in ((listed, True), (state, False))]
+    assert _contents(spark, listed) == _contents(spark, state)
+    assert [r.deleted_share for r in results] == [pytest.approx(2 / 6)] * 2
+
+
+def _commit_write_id(spark: Any, txn: Any, app_id: str, batch_id: int) -> None:
+    """Commit ``txn`` with only an idempotent-write id."""
+    jvm = spark._jvm
+    delta = jvm.org.apache.spark.sql.delta
+    actions = jvm.java.util.ArrayList()
+    actions.add(delta.actions.SetTransaction(app_id, batch_id, jvm.scala.Option.empty()))
+    manual_update = getattr(getattr(delta, "DeltaOperations$ManualUpdate$"), "MODULE$")
+    txn.commit(jvm.org.apache.spark.api.python.PythonUtils.toSeq(actions), manual_update)
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_what_the_checksum_gives_is_recorded_as_read_so_concurrent_commits_conflict(
+    spark: Any, tmp_path: Path, recorded: bool,
+) -> None:
+    """Files and write ids taken from the checksum are recorded in the transaction as Delta's own
+    reads record them: a concurrent append then fails the commit, as it fails Delta's MERGE (and,
+    not recorded, it would not)."""
+    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, dv)
+    txn = log.startTransaction()
+    listing = checksum_listing(txn)
+    assert listing is not None
+    if recorded:
+        assert listing.applied_version(txn, "app:merge:t") == -1
+        listing.read_all(spark, txn)
+        assert txn.readFiles().size() == 1
+    spark.createDataFrame([("eu", 9, "x", "y", _seq(5), "c", 0)], DDL).write.format("delta").mode("append").save(dv)
+    if recorded:
+        with pytest.raises(Exception, match=r"DELTA_CONCURRENT_APPEND|ConcurrentAppendException"):
+            _commit_write_id(spark, txn, "app:merge:t", 1)
+    else:
+        _commit_write_id(spark, txn, "app:merge:t", 1)
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_write_id_taken_from_the_checksum_conflicts_with_a_concurrent_commit_of_it(
+    spark: Any, tmp_path: Path, recorded: bool,
+) -> None:
+    """Two transactions of the same app id (a batch run twice at once): the one that read the id
+    from the checksum fails, as after ``txnVersion`` (and, not recorded, it would not)."""
+    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, dv)
+    txn = log.startTransaction()
+    listing = checksum_listing(txn)
+    assert listing is not None
+    if recorded:
+        assert listing.applied_version(txn, "app:merge:t") == -1
+    _commit_write_id(spark, log.startTransaction(), "app:merge:t", 1)
+    if recorded:
+        with pytest.raises(Exception, match=r"DELTA_CONCURRENT_TRANSACTION|ConcurrentTransactionException"):
+            _commit_write_id(spark, txn, "app:merge:t", 1)
+    else:
+        _commit_write_id(spark, txn, "app:merge:t", 1)

@@ -4,21 +4,40 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.compaction import deleted_share, due
+from spark_jobs.compaction import deleted_share, due, files_after_commit
 from spark_jobs.job_config import JobConfigError, config_from_mapping
 
 BASE = {"kafka.bootstrap.servers": "b:9092", "target_root": "/t", "checkpointLocation": "/c", "subscribe": "x"}
 
 
 def test_the_share_counts_rows_already_marked_those_the_commit_marks_and_those_it_writes() -> None:
-    # two files of 100 stored rows, 10 already marked; the commit marks 30 more and writes 50 rows
-    assert deleted_share([(100, 10), (100, 0)], marked=30, written=50) == pytest.approx(40 / 250)
-    assert deleted_share([], marked=0, written=0) == 0.0
-    assert deleted_share([], marked=0, written=7) == 0.0
+    # two files of 100 stored rows, 10 already marked in a; the commit marks 30 more in b (b is
+    # removed and added again with its new deletion vector) and writes c, 50 rows
+    before = {"a": (100, 10), "b": (100, 0)}
+    after = files_after_commit(before, ["b"], {"b": (100, 30), "c": (50, 0)})
+    assert sorted(after) == [(50, 0), (100, 10), (100, 30)]
+    assert deleted_share(after) == pytest.approx(40 / 250)
+    assert deleted_share([]) == 0.0
+    assert deleted_share(files_after_commit({}, [], {"c": (7, 0)})) == 0.0
+
+
+def test_a_file_whose_rows_are_all_replaced_and_removed_leaves_no_dead_rows() -> None:
+    # Delta removes a file whose every row the commit deletes (it knows its row count) instead of
+    # marking them all: its rows are gone, not dead
+    after = files_after_commit({"a": (2, 0), "b": (2, 0)}, ["a"], {"c": (2, 0)})
+    assert deleted_share(after) == 0.0
+
+
+def test_a_re_added_file_without_statistics_keeps_the_row_count_it_had() -> None:
+    # filterFiles() drops statistics: the re-added file then has none, the table state had them
+    after = files_after_commit({"a": (100, 0)}, ["a"], {"a": (None, 25)})
+    assert after == [(100, 25)]
+    assert deleted_share(after) == 0.25
 
 
 def test_a_file_without_statistics_makes_the_share_unknown() -> None:
-    assert deleted_share([(100, 10), (None, 0)], marked=5, written=5) is None
+    assert deleted_share([(100, 10), (None, 0)]) is None
+    assert deleted_share(files_after_commit({}, [], {"new": (None, 0)})) is None
 
 
 @pytest.mark.parametrize(
