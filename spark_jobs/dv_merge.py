@@ -22,7 +22,7 @@ newer; update when matched and newer; insert when not matched and not a delete),
 table contents and the same change data feed (tested against it, ``tests/spark``).
 
 The table's files and idempotent-write ids come from Delta's checksum file of the read version
-when it lists them (:class:`ChecksumListing`, tables of up to 50 files): the MERGE then starts
+when it lists them (``spark_jobs.checksum_listing``, tables of up to 50 files): the MERGE then starts
 without replaying the table's log. Otherwise they come from the table's state, as Delta's do.
 
 The commit is one Delta transaction with the idempotent-write id (``SetTransaction``: the app id,
@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs.checksum_listing import checksum_listing, dataframe, iterate
 from spark_jobs.compaction import deleted_share, files_after_commit
 from spark_jobs.connect_schema import ColumnSpec, quote
 
@@ -101,7 +102,7 @@ def merge_with_deletion_vectors(
     when the table already holds ``batch_id`` for ``app_id``, or when its deletion vectors are not
     on (``delta.enableDeletionVectors``: Spark then gives no row indexes; the caller MERGEs).
     ``use_checksum``: take the table's files and write ids from its checksum file where it lists
-    them (:class:`ChecksumListing`); False always reads them from the table's state."""
+    them (``spark_jobs.checksum_listing``); False always reads them from the table's state."""
     from pyspark.sql import functions as F
 
     jvm, jspark = spark._jvm, spark._jsparkSession
@@ -117,7 +118,7 @@ def merge_with_deletion_vectors(
         return MergeResult(Outcome.NOT_ENABLED)
     if listed:
         files = listed.read_all(spark, txn)
-        target = _dataframe(spark, log.createDataFrame(txn.snapshot(), files, False, jvm.scala.Option.empty()))
+        target = dataframe(spark, log.createDataFrame(txn.snapshot(), files, False, jvm.scala.Option.empty()))
     else:
         files = txn.filterFiles()
         target = spark.read.format("delta").option("versionAsOf", str(txn.readVersion())).load(path)
@@ -180,7 +181,7 @@ def merge_with_deletion_vectors(
     written = txn.writeFiles(out._jdf)
     rewritten = time.monotonic()
 
-    written_files = _iterate(written)
+    written_files = iterate(written)
     data_files = [a for a in written_files if a.getClass().getSimpleName() == "AddFile"]
     change_files = [a for a in written_files if a.getClass().getSimpleName() == "AddCDCFile"]
     rows_out = sum(int(a.numPhysicalRecords().get()) for a in data_files if a.numPhysicalRecords().isDefined())
@@ -201,7 +202,7 @@ def merge_with_deletion_vectors(
     values["executionTimeMs"] = int((time.monotonic() - started) * 1000)
     _register_metrics(spark, txn, values)
     actions = jvm.java.util.ArrayList()
-    for action in [*_iterate(dv_result._1()), *written_files, delta.actions.SetTransaction(
+    for action in [*iterate(dv_result._1()), *written_files, delta.actions.SetTransaction(
             app_id, batch_id, jvm.scala.Some(jvm.java.lang.Long.valueOf(int(time.time() * 1000))))]:
         actions.add(action)
     python_utils = jvm.org.apache.spark.api.python.PythonUtils
@@ -209,65 +210,13 @@ def merge_with_deletion_vectors(
     none = jvm.scala.Option.empty()
     operation = delta.DeltaOperations.Merge(none, none, none, none, empty, empty, empty)
     txn.commit(python_utils.toSeq(actions), operation)
-    before = _iterate(listed.files) if listed else _files_with_row_counts(txn.snapshot())
-    committed = [*_iterate(dv_result._1()), *data_files]
+    before = iterate(listed.files) if listed else _files_with_row_counts(txn.snapshot())
+    committed = [*iterate(dv_result._1()), *data_files]
     after = files_after_commit(
         {str(f.path()): _stored_and_marked(f) for f in before},
         [str(a.path()) for a in committed if a.getClass().getSimpleName() == "RemoveFile"],
         {str(a.path()): _stored_and_marked(a) for a in committed if a.getClass().getSimpleName() == "AddFile"})
     return MergeResult(Outcome.MERGED, deleted_share(after))
-
-
-@dataclass(frozen=True)
-class ChecksumListing:
-    """What a MERGE reads of a table, from the checksum file of the transaction's read version
-    (``_delta_log/<version>.crc``) instead of the table's state: its files and its idempotent-write
-    ids. Delta writes both into the checksum while the table has at most 50 files and 100 write ids
-    (``allFilesInCrc``, ``setTransactionsInCrc``). Taken from there, a MERGE starts without Delta's
-    state reconstruction (Spark jobs replaying the log, ~0.4-0.7 s a commit on the bench's table),
-    which ``txnVersion`` and ``filterFiles`` otherwise start. Each method records the read in the
-    transaction as the Delta method it replaces does, so that concurrent commits conflict with it
-    as with Delta's own MERGE."""
-
-    files: Any  # Scala Seq[AddFile]
-    versions: dict[str, int]  # app id -> the newest batch id the table holds for it
-
-    def applied_version(self, txn: Any, app_id: str) -> int:
-        """The newest batch id the table holds for ``app_id``, -1 for none (``txnVersion``)."""
-        txn.readTxn().addOne(app_id)
-        return self.versions.get(app_id, -1)
-
-    def read_all(self, spark: Any, txn: Any) -> Any:
-        """Every file of the table (``filterFiles()``: the predicate ``true``, every file read)."""
-        jvm = spark._jvm
-        predicates = jvm.java.util.ArrayList()
-        predicates.add(jvm.org.apache.spark.sql.catalyst.expressions.Literal.TrueLiteral())
-        everything = jvm.org.apache.spark.api.python.PythonUtils.toSeq(predicates)
-        partition_only = getattr(txn, "trackReadPredicates$default$2")()
-        rewrite_filter = getattr(txn, "trackReadPredicates$default$3")()
-        txn.trackReadPredicates(everything, partition_only, rewrite_filter)
-        txn.trackFilesRead(self.files)
-        return self.files
-
-
-def checksum_listing(txn: Any) -> ChecksumListing | None:
-    """The :class:`ChecksumListing` of ``txn``'s read version, or None when its checksum file is
-    missing or does not list the files or the write ids (the caller then reads the state)."""
-    checksum = txn.snapshot().checksumOpt()
-    if not checksum.isDefined():
-        return None
-    files, transactions = checksum.get().allFiles(), checksum.get().setTransactions()
-    if not files.isDefined() or not transactions.isDefined():
-        return None
-    versions = {str(t.appId()): int(t.version()) for t in _iterate(transactions.get())}
-    return ChecksumListing(files.get(), versions)
-
-
-def _dataframe(spark: Any, jdf: Any) -> Any:
-    """A PySpark DataFrame of a JVM ``Dataset[Row]``."""
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    return DataFrame(jdf, spark)
 
 
 def _files_with_row_counts(snapshot: Any) -> list[Any]:
@@ -276,8 +225,8 @@ def _files_with_row_counts(snapshot: Any) -> list[Any]:
     the state the transaction has already read). ``filterFiles`` drops the statistics."""
     checksum = snapshot.checksumOpt()
     if checksum.isDefined() and checksum.get().allFiles().isDefined():
-        return _iterate(checksum.get().allFiles().get())
-    return _iterate(snapshot.getAllFiles(True))
+        return iterate(checksum.get().allFiles().get())
+    return iterate(snapshot.getAllFiles(True))
 
 
 def _stored_and_marked(file: Any) -> tuple[int | None, int]:
@@ -299,15 +248,6 @@ def _register_metrics(spark: Any, txn: Any, values: dict[str, int]) -> None:
     txn.registerSQLMetrics(spark._jsparkSession, jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(metrics))
 
 
-def _iterate(seq: Any) -> list[Any]:
-    """The elements of a Scala collection."""
-    out = []
-    it = seq.iterator()
-    while it.hasNext():
-        out.append(it.next())
-    return out
-
-
 def _scala_map(scala_map: Any) -> dict[str, Any]:
     """A Scala ``Map[String, _]`` as a dict."""
-    return {pair._1(): pair._2() for pair in _iterate(scala_map)}
+    return {pair._1(): pair._2() for pair in iterate(scala_map)}

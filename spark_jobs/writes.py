@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from spark_jobs import compaction, split
+from spark_jobs.checksum_listing import read_latest
 from spark_jobs.connect_schema import ColumnSpec, quote
 from spark_jobs.dv_merge import Checkpoint, Outcome, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
@@ -88,7 +89,7 @@ class DeltaWriter:
                     return latest, False
                 _auto_compact(spark, tomb_path)
             self._known.add(tomb_path)
-        tombs = spark.read.format("delta").load(tomb_path)
+        tombs = read_latest(spark, tomb_path)  # auto-compacted: its checksum lists its files
         if bounds:  # file skipping: only tombstones in the batch's key range can matter
             tombs = tombs.where(range_sql(None, bounds))
         tombs = tombs.groupBy(*key_cols).agg(F.max("_cdc_seq").alias("_tomb_seq"))

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from spark_jobs.batch_cache import BatchCache
+from spark_jobs.checksum_listing import checksum_listing
 from spark_jobs.connect_schema import ColumnSpec
-from spark_jobs.dv_merge import Outcome, checksum_listing, merge_with_deletion_vectors
+from spark_jobs.dv_merge import Outcome, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.tables import META_COLUMNS
 from spark_jobs.writes import DeltaWriter
@@ -194,15 +195,26 @@ def test_a_file_whose_rows_are_all_replaced_is_removed(spark: Any, tmp_path: Pat
     assert _contents(spark, dv)[0] == {("eu", 1, "a2", "long note"), ("us", 3, "new", "n5"), ("us", 1, "stale", "x")}
 
 
-def test_the_checksum_and_the_table_state_give_the_same_merge(spark: Any, tmp_path: Path) -> None:
+def test_the_checksum_and_the_table_state_give_the_same_merges(spark: Any, tmp_path: Path) -> None:
+    """Two batches, the second over rows the first marked deleted: read from the checksum's files
+    (with their deletion vectors) and from the table's state, the same rows and change data feed."""
     listed, state = (_table(spark, tmp_path / name, deletion_vectors=True) for name in ("listed", "state"))
     log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, listed)
     assert checksum_listing(log.startTransaction()) is not None  # the checksum lists files and write ids
-    results = [merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, path, "app:merge:t", 1,
-                                           None, BatchCache().checkpoint, use_checksum=use)
-               for path, use in ((listed, True), (state, False))]
-    assert _contents(spark, listed) == _contents(spark, state)
-    assert [r.deleted_share for r in results] == [pytest.approx(2 / 6)] * 2
+    again = spark.createDataFrame([("eu", 2, "back", "n6", _seq(30), "u", 2, []),  # deleted by batch 1: inserted
+                                   ("us", 2, "d2", "n7", _seq(30), "u", 2, [])], SOURCE_DDL).localCheckpoint(eager=True)
+    shares = []
+    for path, use in ((listed, True), (state, False)):
+        for batch_id, batch in ((1, _batch(spark)), (2, again)):
+            result = merge_with_deletion_vectors(spark, batch, COLUMNS, KEYS, META_COLUMNS, path, "app:merge:t",
+                                                 batch_id, None, BatchCache().checkpoint, use_checksum=use)
+            shares.append(result.deleted_share)
+    rows, feed = _contents(spark, listed)
+    assert (rows, feed) == _contents(spark, state)
+    assert rows == {("eu", 1, "a2", "long note"), ("eu", 2, "back", "n6"), ("us", 1, "c", "n3"), ("us", 2, "d2", "n7"),
+                    ("us", 3, "new", "n5")}
+    assert ("insert", "eu", 2, "back", "n6") in feed
+    assert shares == [pytest.approx(2 / 6), pytest.approx(3 / 8)] * 2
 
 
 def _commit_write_id(spark: Any, txn: Any, app_id: str, batch_id: int) -> None:
