@@ -14,9 +14,9 @@ with the jobs it starts tagged as ``phase`` of the batch's :class:`spark_jobs.ph
 joins it without raising, so an error of the batch's own writes is the one reported.
 
 Restart: the write must be idempotent on its own (the tombstone append carries its idempotent-write
-id as write options, not in the session's configuration, which the MERGE on the batch thread sets
-at the same time). A crash between the two commits replays the batch: the committed one is
-skipped, the other is written.
+id in its own transaction, ``spark_jobs.blind_append``, not in the session's configuration, which
+the MERGE on the batch thread sets at the same time). A crash between the two commits replays
+the batch: the committed one is skipped, the other is written.
 """
 
 from __future__ import annotations

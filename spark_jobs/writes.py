@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from spark_jobs import compaction, split
+from spark_jobs.blind_append import append_once
 from spark_jobs.checksum_listing import read_latest
 from spark_jobs.connect_schema import ColumnSpec, quote
 from spark_jobs.dv_merge import Checkpoint, Outcome, merge_with_deletion_vectors
@@ -132,12 +133,10 @@ class DeltaWriter:
         self._ranges[path] = have.widened(batch)
 
     def append(self, spark: Any, rows: Any, columns: list[ColumnSpec], path: str, name: str, batch_id: int) -> None:
-        """Provably new rows: a plain Delta append (no join with the table, no file rewritten)."""
-        self._txn(spark, "append", name, batch_id)
-        (
-            rows.select(*[quote(c) for c in split.appended_columns(columns, META_COLUMNS)])
-            .write.format("delta").mode("append").save(path)
-        )
+        """Provably new rows: a plain Delta append (no join with the table, no file rewritten), its
+        write id looked up in the table's checksum file (``spark_jobs.blind_append``)."""
+        append_once(spark, rows.select(*[quote(c) for c in split.appended_columns(columns, META_COLUMNS)]), path,
+                    self._app_id("append", name), batch_id)
 
     def create_tombstones(self, spark: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str) -> None:
         """Create ``tomb_path``'s tombstone table (the key columns, ``_cdc_seq``, ``_deleted_at``)
@@ -162,19 +161,16 @@ class DeltaWriter:
         already stops every event older than the re-created row. The table compacts its small
         files itself (:data:`AUTO_COMPACT`).
 
-        The idempotent-write id travels as write options, not in the session's configuration: with
-        ``exists`` the append may run on another thread while the MERGE sets that configuration
-        (``spark_jobs.side_write``)."""
+        The idempotent-write id travels with the append (``spark_jobs.blind_append``), not in the
+        session's configuration: with ``exists`` the append may run on another thread while the
+        MERGE sets that configuration (``spark_jobs.side_write``)."""
         from pyspark.sql import functions as F
 
         if not exists:
             self.create_tombstones(spark, columns, keys, tomb_path)
-        (
-            deletes.select(*[quote(k) for k in keys], "_cdc_seq", F.current_timestamp().alias("_deleted_at"))
-            .write.format("delta").mode("append")
-            .option("txnAppId", self._app_id("tombstones", name)).option("txnVersion", str(batch_id))
-            .save(tomb_path)
-        )
+        append_once(spark, deletes.select(*[quote(k) for k in keys], "_cdc_seq",
+                                          F.current_timestamp().alias("_deleted_at")),
+                    tomb_path, self._app_id("tombstones", name), batch_id)
 
     def tombstones_beside(
         self, spark: Any, deletes: Any, columns: list[ColumnSpec], keys: list[str], tomb_path: str, name: str,
