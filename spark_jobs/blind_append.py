@@ -46,7 +46,9 @@ def append_once(spark: Any, rows: Any, path: str, app_id: str, batch_id: int) ->
     actions.add(delta.actions.SetTransaction(app_id, batch_id, now))
     none = jvm.scala.Option.empty()
     append = jvm.org.apache.spark.sql.SaveMode.Append
-    operation = delta.DeltaOperations.Write(append, none, none, none, none, none, none, none, none)
+    no_columns = jvm.scala.Some(jvm.org.apache.spark.api.python.PythonUtils.toSeq(jvm.java.util.ArrayList()))
+    # as Delta's DataFrame writer records an append without partitionBy: {mode: Append, partitionBy: []}
+    operation = delta.DeltaOperations.Write(append, no_columns, none, none, none, none, none, none, none)
     txn.commit(jvm.org.apache.spark.api.python.PythonUtils.toSeq(actions), operation)
     return True
 

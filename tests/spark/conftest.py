@@ -32,3 +32,20 @@ def spark(stack: StackSettings, tmp_path_factory: pytest.TempPathFactory) -> Ite
     session = build_session("signaller-tests", master="local[2]", jars_dir=str(jars_dir(stack)), conf=conf)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def delta_writer_appends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of appends ``spark_jobs.blind_append`` hands to Delta's DataFrame writer (rows not
+    of the table's schema) instead of its own transaction; they still run."""
+    from spark_jobs import blind_append
+
+    calls: list[str] = []
+    delta_writer = blind_append._append_with_delta_writer
+
+    def counted(rows: Any, path: str, app_id: str, batch_id: int) -> None:
+        calls.append(path)
+        delta_writer(rows, path, app_id, batch_id)
+
+    monkeypatch.setattr(blind_append, "_append_with_delta_writer", counted)
+    return calls

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from spark_jobs import blind_append
 from spark_jobs.blind_append import append_once
 
 pytestmark = pytest.mark.spark
@@ -29,21 +28,7 @@ def _history(spark: Any, path: str) -> list[Any]:
     return spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect()
 
 
-def _count_delta_writer_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record each append handed to Delta's DataFrame writer (it still runs)."""
-    calls: list[str] = []
-    delta_writer = blind_append._append_with_delta_writer
-
-    def counted(rows: Any, path: str, app_id: str, batch_id: int) -> None:
-        calls.append(path)
-        delta_writer(rows, path, app_id, batch_id)
-
-    monkeypatch.setattr(blind_append, "_append_with_delta_writer", counted)
-    return calls
-
-
-def test_an_append_is_written_once_per_write_id(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _count_delta_writer_calls(monkeypatch)
+def test_an_append_is_written_once_per_write_id(spark: Any, tmp_path: Path, delta_writer_appends: list[str]) -> None:
     path = _table(spark, tmp_path / "t")
     rows = spark.createDataFrame([(1, "a", (1, 1)), (2, "b", (2, 2))], DDL)
     assert append_once(spark, rows, path, "app:append:t", 5) is True
@@ -51,14 +36,16 @@ def test_an_append_is_written_once_per_write_id(spark: Any, tmp_path: Path, monk
     assert append_once(spark, rows, path, "app:append:t", 4) is False  # an older one
     assert _rows(spark, path) == [(1, "a", (1, 1)), (2, "b", (2, 2))]
     last = _history(spark, path)[-1]
-    assert (last.operation, last.operationParameters["mode"], last.isBlindAppend) == ("WRITE", "Append", True)
+    # the commit Delta's DataFrame writer makes for an append
+    assert (last.operation, last.operationParameters, last.isBlindAppend) == (
+        "WRITE", {"mode": "Append", "partitionBy": "[]"}, True)
     assert int(last.operationMetrics["numOutputRows"]) == 2
     # the id is the table's, as Delta's own writer records it: Delta's writer skips it too
     rows.write.format("delta").mode("append").option("txnAppId", "app:append:t").option("txnVersion", "5").save(path)
     assert len(_rows(spark, path)) == 2
     assert append_once(spark, rows.limit(1), path, "app:append:t", 6) is True
     assert len(_rows(spark, path)) == 3
-    assert calls == []  # the table's schema: the job's own transaction every time
+    assert delta_writer_appends == []  # the table's schema: the job's own transaction every time
 
 
 def test_an_id_written_by_deltas_writer_is_honoured(spark: Any, tmp_path: Path) -> None:
@@ -70,17 +57,16 @@ def test_an_id_written_by_deltas_writer_is_honoured(spark: Any, tmp_path: Path) 
 
 
 def test_rows_of_another_schema_go_through_deltas_writer(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    spark: Any, tmp_path: Path, delta_writer_appends: list[str],
 ) -> None:
     """Columns in another order: the transaction's writer would not reconcile them, Delta's
     writer does (by name); idempotent all the same."""
-    calls = _count_delta_writer_calls(monkeypatch)
     path = _table(spark, tmp_path / "t")
     reordered = spark.createDataFrame([((7, 7), "x", 7)], "seq STRUCT<a: BIGINT, b: BIGINT>, name STRING, id BIGINT")
     assert append_once(spark, reordered, path, "app:append:t", 1) is True
     assert append_once(spark, reordered, path, "app:append:t", 1) is True  # Delta's writer skipped it itself
     assert _rows(spark, path) == [(7, "x", (7, 7))]
-    assert len(calls) == 2
+    assert delta_writer_appends == [path, path]
 
 
 def test_a_null_in_a_not_null_column_fails_the_append(spark: Any, tmp_path: Path) -> None:

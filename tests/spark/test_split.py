@@ -101,7 +101,9 @@ def test_random_late_reads_and_deletes_converge_to_the_newest_event_per_key(spar
     assert rows(spark, path) == expected
 
 
-def test_a_backfill_into_an_empty_table_is_appended_and_equals_the_source(spark: Any, tmp_path: Path) -> None:
+def test_a_backfill_into_an_empty_table_is_appended_and_equals_the_source(
+    spark: Any, tmp_path: Path, delta_writer_appends: list[str],
+) -> None:
     table, cfg, path = setup(tmp_path, "backfill")
     source = {i: f"row {i}" for i in range(1, 2001)}
     reads = [table.event("r", 500, 500 + i, after={"id": str(i), "v": v}) for i, v in source.items()]
@@ -111,6 +113,7 @@ def test_a_backfill_into_an_empty_table_is_appended_and_equals_the_source(spark:
     assert rows(spark, path) == source
     ops = operations(spark, path)
     assert "MERGE" not in ops and ops.count("WRITE") == 2, ops
+    assert delta_writer_appends == []  # the appends had the table's schema: the job's own transaction
     # The same snapshot again (a re-snapshot: newer positions) goes through the MERGE, changing nothing.
     again = [table.event("r", 900, 900 + i, after={"id": str(i), "v": v}) for i, v in source.items()]
     applier(batch(spark, table.topic, again, 2000), 2)

@@ -84,7 +84,7 @@ def test_a_tombstone_table_from_before_the_appends_gets_auto_compaction(spark: A
     assert auto_compact() == "true"
 
 
-def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path) -> None:
+def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path, delta_writer_appends: list[str]) -> None:
     """One append per batch with deletes: Delta's auto compaction (50 small files by default) keeps
     the tombstone table's files few, and every tombstone is still there."""
     from pyspark.sql import functions as F
@@ -105,3 +105,4 @@ def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path) -> None:
     stored = spark.read.format("delta").load(path)
     assert stored.count() == 600
     assert stored.select("id").distinct().count() == 600
+    assert delta_writer_appends == []  # every append in the job's own transaction, compacted all the same
