@@ -227,6 +227,17 @@ def _commit_write_id(spark: Any, txn: Any, app_id: str, batch_id: int) -> None:
     txn.commit(jvm.org.apache.spark.api.python.PythonUtils.toSeq(actions), manual_update)
 
 
+def _listed_transaction(spark: Any, tmp_path: Path) -> tuple[str, Any, Any, Any]:
+    """A deletion-vector table, its Delta log, a transaction on it and that transaction's
+    checksum listing (which the table's checksum has)."""
+    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, dv)
+    txn = log.startTransaction()
+    listing = checksum_listing(txn)
+    assert listing is not None
+    return dv, log, txn, listing
+
+
 @pytest.mark.parametrize("recorded", [True, False])
 def test_what_the_checksum_gives_is_recorded_as_read_so_concurrent_commits_conflict(
     spark: Any, tmp_path: Path, recorded: bool,
@@ -234,11 +245,7 @@ def test_what_the_checksum_gives_is_recorded_as_read_so_concurrent_commits_confl
     """Files and write ids taken from the checksum are recorded in the transaction as Delta's own
     reads record them: a concurrent append then fails the commit, as it fails Delta's MERGE (and,
     not recorded, it would not)."""
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
-    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, dv)
-    txn = log.startTransaction()
-    listing = checksum_listing(txn)
-    assert listing is not None
+    dv, _, txn, listing = _listed_transaction(spark, tmp_path)
     if recorded:
         assert listing.applied_version(txn, "app:merge:t") == -1
         listing.read_all(spark, txn)
@@ -257,11 +264,7 @@ def test_a_write_id_taken_from_the_checksum_conflicts_with_a_concurrent_commit_o
 ) -> None:
     """Two transactions of the same app id (a batch run twice at once): the one that read the id
     from the checksum fails, as after ``txnVersion`` (and, not recorded, it would not)."""
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
-    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, dv)
-    txn = log.startTransaction()
-    listing = checksum_listing(txn)
-    assert listing is not None
+    _, log, txn, listing = _listed_transaction(spark, tmp_path)
     if recorded:
         assert listing.applied_version(txn, "app:merge:t") == -1
     _commit_write_id(spark, log.startTransaction(), "app:merge:t", 1)
