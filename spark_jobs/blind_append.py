@@ -27,7 +27,9 @@ from spark_jobs.checksum_listing import checksum_listing, iterate
 
 def append_once(spark: Any, rows: Any, path: str, app_id: str, batch_id: int) -> bool:
     """Append ``rows`` to the Delta table at ``path`` unless it already holds ``batch_id`` (or a
-    later one) for ``app_id``; the commit records ``(app_id, batch_id)``. Returns whether it wrote."""
+    later one) for ``app_id``; the commit records ``(app_id, batch_id)``. Returns False when it
+    skipped a written id; True when it wrote, or handed rows of another schema to Delta's writer
+    (which skips a written id itself and does not say so)."""
     jvm = spark._jvm
     delta = jvm.org.apache.spark.sql.delta
     log = delta.DeltaLog.forTable(spark._jsparkSession, path)
