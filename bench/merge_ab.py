@@ -1,13 +1,16 @@
-"""The job's MERGE with copy-on-write against the same MERGE with deletion vectors, side by side.
+"""The job's MERGEs side by side: Delta's own MERGE, the job's copy-on-write MERGE, the job's
+MERGE with deletion vectors.
 
-Run: ``python -m bench.merge_ab [--changes 100000] [--batches 8]`` after one ``make bench`` (it
-reads the apply section's cached 1,000,000-row table, ``.cache/bench/apply-...``; it never writes
-to it). Dev-only: not part of ``make bench``'s results file.
+Run: ``python -m bench.merge_ab [--changes 100000] [--batches 8] [--modes delta-merge,copy-on-write]``
+after one ``make bench`` (it reads the apply section's cached 1,000,000-row table,
+``.cache/bench/apply-...``; it never writes to it). Dev-only: not part of ``make bench``'s results
+file.
 
-Two copies of the table, one with deletion vectors. Every batch (90 % updates and deletes of
-stored keys, drawn at random, 10 % inserts of new keys) goes through ``DeltaWriter.merge`` into
-both, in alternating order, in one JVM, so the machine's slow and fast phases hit both. Prints the
-seconds per MERGE, then checks that both tables hold the same rows and the same change data feed.
+One copy of the table per mode (``deletion-vectors``: with deletion vectors on). Every batch (90 %
+updates and deletes of stored keys, drawn at random, 10 % inserts of new keys) goes through
+``DeltaWriter.merge`` into each, the order rotating per batch, in one JVM, so the machine's slow
+and fast phases hit all. Prints the seconds per MERGE, then checks that every table holds the
+same rows and the same change data feed as the first mode's.
 """
 
 from __future__ import annotations
@@ -41,6 +44,14 @@ def _batch(spark: Any, target: Any, columns: list[str], changes: int, rows: int,
         F.array().cast("array<string>").alias("_cdc_unchanged")).localCheckpoint(eager=True)
 
 
+MODES = ("delta-merge", "copy-on-write", "deletion-vectors")
+"""Delta's own MERGE (``DeltaWriter(delta_merge=True)``), ``spark_jobs.cow_merge``, ``spark_jobs.dv_merge``."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    return bool(a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty())
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.apply import cached_table_path
     from devtools.spark import jars_dir
@@ -54,7 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=100_000, help="changes per batch (default 100,000)")
     parser.add_argument("--batches", type=int, default=8, help="batches, the first one untimed (default 8)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the cached table (default 1,000,000)")
+    parser.add_argument("--modes", default="copy-on-write,deletion-vectors",
+                        help=f"comma-separated, of {', '.join(MODES)} (default copy-on-write,deletion-vectors)")
     args = parser.parse_args(argv)
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or len(modes) < 2:
+        parser.error(f"--modes: two or more of {', '.join(MODES)}, got {args.modes!r}")
     settings = StackSettings()
     source, complete = cached_table_path(settings, args.rows)
     if not complete:
@@ -63,11 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("merge-ab", master="local[2]", jars_dir=str(jars_dir(settings)),
                           conf={"spark.driver.memory": "1g"})
     work = Path(tempfile.mkdtemp(prefix="merge_ab_"))
-    paths = {"copy-on-write": str(work / "cow"), "deletion-vectors": str(work / "dv")}
+    paths = {mode: str(work / mode) for mode in modes}
     for path in paths.values():
         shutil.copytree(source, path)
-    # what the job's table set-up does for deletion_vectors: true (spark_jobs.tables)
-    spark.sql(f"ALTER TABLE delta.`{paths['deletion-vectors']}` SET TBLPROPERTIES (delta.enableDeletionVectors = true)")
+    if "deletion-vectors" in paths:  # what the job's table set-up does for deletion_vectors: true (spark_jobs.tables)
+        spark.sql(f"ALTER TABLE delta.`{paths['deletion-vectors']}` SET TBLPROPERTIES "
+                  "(delta.enableDeletionVectors = true)")
     target = spark.read.format("delta").load(str(source))
     columns = [c for c in target.columns if not c.startswith("_cdc")]
     specs = [ColumnSpec(c, target.schema[c].dataType.simpleString(), c, target.schema[c].dataType.simpleString(),
@@ -75,15 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     cache = BatchCache()
     writers = {mode: DeltaWriter(ApplyJobConfig(
         bootstrap_servers="unused:9092", target_root=str(work), checkpoint_location=str(work / "cp"), subscribe="x",
-        deletion_vectors=mode == "deletion-vectors"), lambda _name: contextlib.nullcontext(), cache.checkpoint)
-        for mode in paths}
+        deletion_vectors=mode == "deletion-vectors"), lambda _name: contextlib.nullcontext(), cache.checkpoint,
+        delta_merge=mode == "delta-merge") for mode in paths}
     first = {p: int(spark.sql(f"DESCRIBE HISTORY delta.`{p}` LIMIT 1").first().version) + 1 for p in paths.values()}
     seconds: dict[str, list[float]] = {mode: [] for mode in paths}
     try:
         for i in range(args.batches):
             batch = _batch(spark, target, columns, args.changes, args.rows, i)
             low, high = batch.selectExpr("min(id)", "max(id)").first()
-            order = list(paths) if i % 2 == 0 else list(reversed(paths))
+            order = modes[i % len(modes):] + modes[:i % len(modes)]
             for mode in order:
                 started = time.perf_counter()
                 writers[mode].merge(spark, batch, specs, ["id"], paths[mode], "bench", i, [("id", str(low), str(high))])
@@ -95,11 +113,19 @@ def main(argv: list[str] | None = None) -> int:
             warm = values[1:]
             print(f"{mode}: median {statistics.median(warm):.2f} s per MERGE of {args.changes:,} changes "
                   f"(batches 2-{args.batches}: {', '.join(f'{v:.2f}' for v in sorted(warm))})")
-        cow, dv = (spark.read.format("delta").load(p).drop("_metadata") for p in paths.values())
+        tables = [spark.read.format("delta").load(p).drop("_metadata") for p in paths.values()]
         feeds = [spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", first[p])
                  .load(p).drop("_commit_version", "_commit_timestamp") for p in paths.values()]
-        same = cow.exceptAll(dv).isEmpty() and dv.exceptAll(cow).isEmpty()
-        same_feed = feeds[0].exceptAll(feeds[1]).isEmpty() and feeds[1].exceptAll(feeds[0]).isEmpty()
+        same = all(_same(tables[0], t) for t in tables[1:])
+        same_feed = all(_same(feeds[0], f) for f in feeds[1:])
+        for mode, path in paths.items():
+            detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+            merges = [r.operationMetrics for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+                      if r.operation == "MERGE" and r.version > first[path]]  # batch 1 not counted
+            split = {m: statistics.median(int(r.get(m, 0)) for r in merges)
+                     for m in ("scanTimeMs", "rewriteTimeMs", "executionTimeMs")} if merges else {}
+            print(f"{mode}: {detail.numFiles} files, {detail.sizeInBytes / 1e6:.1f} MB; "
+                  f"median of Delta's MERGE metrics, ms: {split}")
         print(f"same rows: {same}; same change data feed: {same_feed}")
         return 0 if same and same_feed else 1
     finally:

@@ -31,7 +31,9 @@ Per micro-batch and per topic (= per source table), in ``foreachBatch``:
    the MERGE inserts them: one commit instead of two);
 8. MERGE the rest: delete when matched and newer; update when matched and newer (keeping the stored
    value of columns whose new value is Debezium's unchanged-TOAST placeholder); insert when not
-   matched and not a delete. With ``deletion_vectors`` it is written from one join (``spark_jobs.dv_merge``).
+   matched and not a delete. The job writes it itself in a transaction that reads the table's files
+   from its checksum: rewriting the touched files (``spark_jobs.cow_merge``), or with
+   ``deletion_vectors`` marking replaced rows (``spark_jobs.dv_merge``); else it is Delta's MERGE.
 
 ``spark_jobs.phases`` times each step (``BatchApplier.last_clock``).
 

@@ -22,8 +22,10 @@ from spark_jobs import compaction, split
 from spark_jobs.blind_append import append_once
 from spark_jobs.checksum_listing import read_latest
 from spark_jobs.connect_schema import ColumnSpec, quote
+from spark_jobs.cow_merge import merge_by_rewrite
 from spark_jobs.dv_merge import Checkpoint, Outcome, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
+from spark_jobs.key_range import Bounds, range_sql
 from spark_jobs.phases import PhaseClock
 from spark_jobs.side_write import SideWrite
 from spark_jobs.sqltext import sql_string
@@ -31,15 +33,16 @@ from spark_jobs.tables import META_COLUMNS, TableState
 
 Phase = Callable[[str], AbstractContextManager[None]]
 """Times a phase of the batch (``spark_jobs.phases.PhaseClock.phase``)."""
-Bounds = list[tuple[str, str, str]]
-"""``(column, low literal, high literal)`` per rangeable key column: the batch's key range."""
 
 
 class DeltaWriter:
     """The Delta writes of the job's batches (see the module docstring)."""
 
-    def __init__(self, cfg: ApplyJobConfig, phase: Phase, checkpoint: Checkpoint) -> None:
+    def __init__(self, cfg: ApplyJobConfig, phase: Phase, checkpoint: Checkpoint, delta_merge: bool = False) -> None:
+        """``delta_merge``: every MERGE is Delta's own (the reference the job's MERGEs are tested
+        and measured against), not ``spark_jobs.cow_merge``'s or ``spark_jobs.dv_merge``'s."""
         self.cfg = cfg
+        self._delta_merge = delta_merge
         self._phase = phase
         self._checkpoint = checkpoint  # materializes a DataFrame until the batch ends
         self._known: set[str] = set()  # tombstone tables known to exist
@@ -213,20 +216,26 @@ class DeltaWriter:
         bounds: Bounds,
     ) -> None:
         """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
-        Delta skip the files whose key statistics lie outside it: they cannot match. With
-        ``deletion_vectors`` (and the table's deletion vectors on) the same MERGE is written from
-        one join (``spark_jobs.dv_merge``), and the table is due for :meth:`compact` when that
-        leaves ``compact_deleted_share`` of its rows marked deleted."""
+        Delta skip the files whose key statistics lie outside it: they cannot match. The job writes
+        it itself where it can, in a transaction that reads the table's files from its checksum:
+        with ``deletion_vectors`` (and the table's deletion vectors on) from one join
+        (``spark_jobs.dv_merge``; the table is due for :meth:`compact` when that leaves
+        ``compact_deleted_share`` of its rows marked deleted), else by rewriting the touched files
+        (``spark_jobs.cow_merge``). Where those decline, it is Delta's MERGE."""
         from delta.tables import DeltaTable
 
-        if self.cfg.deletion_vectors:
+        app_id = self._app_id("merge", name)
+        if self.cfg.deletion_vectors and not self._delta_merge:
             result = merge_with_deletion_vectors(
-                spark, latest, columns, keys, META_COLUMNS, path, self._app_id("merge", name), batch_id,
-                range_sql(None, bounds) if bounds else None, self._checkpoint,
-            )
+                spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint)
             if compaction.due(result.deleted_share, self.cfg.compact_deleted_share):
                 self._compaction_due.add(path)
             if result.outcome is not Outcome.NOT_ENABLED:
+                return
+        if not self._delta_merge:
+            result = merge_by_rewrite(
+                spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint)
+            if result.outcome is not Outcome.NOT_TAKEN:
                 return
 
         cond = merge_condition(keys, bounds)
@@ -271,11 +280,6 @@ def merge_condition(keys: list[str], bounds: Bounds) -> str:
     """Target ``t`` and source ``s`` rows match on the keys; the key range only prunes files."""
     matches = [f"t.{quote(k)} <=> s.{quote(k)}" for k in keys]
     return " AND ".join(matches + ([range_sql("t", bounds)] if bounds else []))
-
-
-def range_sql(alias: str | None, bounds: Bounds) -> str:
-    prefix = f"{alias}." if alias else ""
-    return " AND ".join(f"{prefix}{quote(k)} BETWEEN {low} AND {high}" for k, low, high in bounds)
 
 
 def seq_literal(seq: tuple[int, int, int]) -> Any:

@@ -7,7 +7,6 @@ compaction a MERGE makes due (``spark_jobs.compaction``)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,79 +15,36 @@ import pytest
 
 from spark_jobs.batch_cache import BatchCache
 from spark_jobs.checksum_listing import checksum_listing
-from spark_jobs.connect_schema import ColumnSpec
 from spark_jobs.dv_merge import Outcome, merge_with_deletion_vectors
-from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.tables import META_COLUMNS
-from spark_jobs.writes import DeltaWriter
+from tests.spark.merge_cases import (
+    COLUMNS,
+    DDL,
+    KEYS,
+    SOURCE_DDL,
+    contents,
+    live_files,
+    make_batch,
+    make_table,
+    make_writer,
+    seq,
+)
 
 pytestmark = pytest.mark.spark
 
-COLUMNS = [
-    ColumnSpec("region", "STRING", "{col}", "STRING", optional=False),
-    ColumnSpec("id", "BIGINT", "{col}", "BIGINT", optional=False),
-    ColumnSpec("name", "STRING", "{col}", "STRING", optional=True),
-    ColumnSpec("note", "STRING", "{col}", "STRING", optional=True, toast_test="{col} = '__toast'"),
-]
-KEYS = ["region", "id"]
-DDL = ("region STRING, id BIGINT, name STRING, note STRING, "
-       "_cdc_seq STRUCT<commit_lsn: BIGINT, lsn: BIGINT, kafka_offset: BIGINT>, _cdc_op STRING, _cdc_ts_ms BIGINT")
-SOURCE_DDL = DDL + ", _cdc_unchanged ARRAY<STRING>"
-
-
-def _seq(n: int) -> tuple[int, int, int]:
-    return (n, n, 0)
-
-
-def _table(spark: Any, path: Path, deletion_vectors: bool) -> str:
-    spark.sql(f"CREATE TABLE delta.`{path}` ({DDL}) USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true"
-              f"{', delta.enableDeletionVectors = true' if deletion_vectors else ''})")
-    stored = [("eu", 1, "a", "long note", _seq(10), "c", 0), ("eu", 2, "b", "n2", _seq(10), "c", 0),
-              ("us", 1, "c", "n3", _seq(50), "c", 0), ("us", 2, "d", "n4", _seq(10), "c", 0)]
-    # one file: a MERGE that replaces some of its rows marks them (a file whose every row is
-    # replaced is removed instead, see test_a_file_whose_rows_are_all_replaced_is_removed)
-    spark.createDataFrame(stored, DDL).coalesce(1).write.format("delta").mode("append").save(str(path))
-    return str(path)
-
-
-def _batch(spark: Any) -> Any:
-    rows = [
-        ("eu", 1, "a2", None, _seq(20), "u", 1, ["note"]),  # newer, note unchanged (TOAST): stored note kept
-        ("eu", 2, None, None, _seq(20), "d", 1, []),  # newer delete
-        ("us", 1, "stale", "x", _seq(40), "u", 1, []),  # older than the stored row: ignored
-        ("us", 3, "new", "n5", _seq(20), "c", 1, []),  # not stored: inserted
-        ("us", 4, None, None, _seq(20), "d", 1, []),  # delete of a key never stored: nothing
-    ]
-    return spark.createDataFrame(rows, SOURCE_DDL).localCheckpoint(eager=True)
-
-
-def _writer(tmp_path: Path, deletion_vectors: bool, compact_deleted_share: float = 0.3) -> DeltaWriter:
-    cfg = ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path), subscribe="x",
-                         checkpoint_location=str(tmp_path / "cp"), deletion_vectors=deletion_vectors,
-                         compact_deleted_share=compact_deleted_share)
-    return DeltaWriter(cfg, lambda _name: contextlib.nullcontext(), BatchCache().checkpoint)
-
-
-def _contents(spark: Any, path: str) -> tuple[set[Any], set[Any]]:
-    rows = {tuple(r) for r in spark.read.format("delta").load(path).select("region", "id", "name", "note").collect()}
-    feed = {tuple(r) for r in spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2)
-            .load(path).select("_change_type", "region", "id", "name", "note").collect()}
-    return rows, feed
-
-
 def test_the_one_join_merge_writes_what_deltas_merge_writes(spark: Any, tmp_path: Path) -> None:
-    cow = _table(spark, tmp_path / "cow", deletion_vectors=False)
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
-    batch = _batch(spark)
-    _writer(tmp_path, False).merge(spark, batch, COLUMNS, KEYS, cow, "public.t", 7, [])
-    _writer(tmp_path, False).clear_txn(spark)
-    _writer(tmp_path, True).merge(spark, batch, COLUMNS, KEYS, dv, "public.t", 7, [])
+    cow = make_table(spark, tmp_path / "cow", deletion_vectors=False)
+    dv = make_table(spark, tmp_path / "dv", deletion_vectors=True)
+    batch = make_batch(spark)
+    make_writer(tmp_path, False, delta_merge=True).merge(spark, batch, COLUMNS, KEYS, cow, "public.t", 7, [])
+    make_writer(tmp_path, False, delta_merge=True).clear_txn(spark)
+    make_writer(tmp_path, True).merge(spark, batch, COLUMNS, KEYS, dv, "public.t", 7, [])
 
     expected_rows = {("eu", 1, "a2", "long note"), ("us", 1, "c", "n3"), ("us", 2, "d", "n4"), ("us", 3, "new", "n5")}
     expected_feed = {("update_preimage", "eu", 1, "a", "long note"), ("update_postimage", "eu", 1, "a2", "long note"),
                      ("delete", "eu", 2, "b", "n2"), ("insert", "us", 3, "new", "n5")}
-    assert _contents(spark, cow) == (expected_rows, expected_feed)
-    assert _contents(spark, dv) == (expected_rows, expected_feed)
+    assert contents(spark, cow) == (expected_rows, expected_feed)
+    assert contents(spark, dv) == (expected_rows, expected_feed)
     last = spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first()
     assert last.operation == "MERGE"
     metrics = {k: int(v) for k, v in last.operationMetrics.items()}
@@ -98,8 +54,8 @@ def test_the_one_join_merge_writes_what_deltas_merge_writes(spark: Any, tmp_path
 
 
 def test_a_replayed_batch_id_writes_nothing(spark: Any, tmp_path: Path) -> None:
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
-    batch = _batch(spark)
+    dv = make_table(spark, tmp_path / "dv", deletion_vectors=True)
+    batch = make_batch(spark)
     checkpoint = BatchCache().checkpoint
     first = merge_with_deletion_vectors(spark, batch, COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 3, None,
                                         checkpoint)
@@ -111,35 +67,19 @@ def test_a_replayed_batch_id_writes_nothing(spark: Any, tmp_path: Path) -> None:
     assert spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first().version == version
 
 
-def test_a_table_without_deletion_vectors_gets_deltas_merge(spark: Any, tmp_path: Path) -> None:
+def test_a_table_without_deletion_vectors_gets_the_copy_on_write_merge(spark: Any, tmp_path: Path) -> None:
     """Spark gives no row indexes for a table whose deletion vectors are off: the one-join MERGE
-    declines, and the writer runs Delta's MERGE instead (same result, no deletion vector)."""
-    path = _table(spark, tmp_path / "plain", deletion_vectors=False)
-    declined = merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, path, "app:merge:t", 1,
-                                           None, BatchCache().checkpoint)
+    declines, and the writer rewrites the touched files instead (``spark_jobs.cow_merge``: same
+    result, no deletion vector)."""
+    path = make_table(spark, tmp_path / "plain", deletion_vectors=False)
+    declined = merge_with_deletion_vectors(spark, make_batch(spark), COLUMNS, KEYS, META_COLUMNS, path,
+                                           "app:merge:t", 1, None, BatchCache().checkpoint)
     assert declined.outcome is Outcome.NOT_ENABLED
-    _writer(tmp_path, True).merge(spark, _batch(spark), COLUMNS, KEYS, path, "public.t", 1, [])
-    rows, _ = _contents(spark, path)
+    make_writer(tmp_path, True).merge(spark, make_batch(spark), COLUMNS, KEYS, path, "public.t", 1, [])
+    rows, _ = contents(spark, path)
     assert ("eu", 1, "a2", "long note") in rows and ("us", 3, "new", "n5") in rows and len(rows) == 4
     metrics = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first().operationMetrics
     assert int(metrics["numTargetDeletionVectorsAdded"]) == 0
-
-
-def _live_files(path: str) -> list[dict[str, Any]]:
-    """The table's current data files, from its log's add and remove actions (a file is one per
-    path and deletion vector)."""
-    live: dict[tuple[str, str], dict[str, Any]] = {}
-    for commit in sorted((Path(path) / "_delta_log").glob("*.json")):
-        for line in commit.read_text().splitlines():
-            action = json.loads(line)
-            for kind in ("remove", "add"):
-                if kind in action:
-                    key = (action[kind]["path"], json.dumps(action[kind].get("deletionVector"), sort_keys=True))
-                    if kind == "add":
-                        live[key] = action[kind]
-                    else:
-                        live.pop(key, None)
-    return list(live.values())
 
 
 @pytest.mark.parametrize(("threshold", "compacted"), [(0.3, True), (0.34, False)])
@@ -147,19 +87,19 @@ def test_a_merge_that_leaves_the_share_of_deleted_rows_compacts_the_table(
     spark: Any, tmp_path: Path, threshold: float, compacted: bool,
 ) -> None:
     """The batch marks 2 of 4 stored rows and writes 2: a third of the rows are marked deleted."""
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
-    writer = _writer(tmp_path, True, compact_deleted_share=threshold)
-    writer.merge(spark, _batch(spark), COLUMNS, KEYS, dv, "public.t", 7, [])
+    dv = make_table(spark, tmp_path / "dv", deletion_vectors=True)
+    writer = make_writer(tmp_path, True, compact_deleted_share=threshold)
+    writer.merge(spark, make_batch(spark), COLUMNS, KEYS, dv, "public.t", 7, [])
     writer.clear_txn(spark)
-    before = _contents(spark, dv)
-    assert any(f.get("deletionVector") for f in _live_files(dv))
+    before = contents(spark, dv)
+    assert any(f.get("deletionVector") for f in live_files(dv))
 
     assert writer.compact(spark, dv) is compacted
     assert writer.compact(spark, dv) is False  # done: due again only after another MERGE
     last = spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first().operation
     assert last == ("OPTIMIZE" if compacted else "MERGE")
-    assert any(f.get("deletionVector") for f in _live_files(dv)) is not compacted
-    assert _contents(spark, dv) == before  # same rows, same change data feed
+    assert any(f.get("deletionVector") for f in live_files(dv)) is not compacted
+    assert contents(spark, dv) == before  # same rows, same change data feed
 
 
 def test_the_share_is_counted_from_the_tables_state_when_its_checksum_does_not_list_the_files(
@@ -170,11 +110,11 @@ def test_the_share_is_counted_from_the_tables_state_when_its_checksum_does_not_l
     key = "spark.databricks.delta.allFilesInCrc.enabled"
     spark.conf.set(key, "false")
     try:
-        dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+        dv = make_table(spark, tmp_path / "dv", deletion_vectors=True)
         listed = [json.loads(c.read_text()).get("allFiles") for c in (Path(dv) / "_delta_log").glob("0*.crc")]
         assert listed and not any(listed)
-        result = merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 1,
-                                             None, BatchCache().checkpoint)
+        result = merge_with_deletion_vectors(spark, make_batch(spark), COLUMNS, KEYS, META_COLUMNS, dv,
+                                             "app:merge:t", 1, None, BatchCache().checkpoint)
     finally:
         spark.conf.unset(key)
     assert result.deleted_share == pytest.approx(2 / 6)
@@ -183,34 +123,34 @@ def test_the_share_is_counted_from_the_tables_state_when_its_checksum_does_not_l
 def test_a_file_whose_rows_are_all_replaced_is_removed(spark: Any, tmp_path: Path) -> None:
     """The checksum's files carry their row counts: Delta removes a file whose every row the batch
     replaces instead of keeping it with all rows marked, and the share counts no dead row."""
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    dv = make_table(spark, tmp_path / "dv", deletion_vectors=True)
     spark.sql(f"DELETE FROM delta.`{dv}` WHERE region = 'us'")  # rewrites the file: eu 1 and eu 2 left
-    result = merge_with_deletion_vectors(spark, _batch(spark), COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 1,
+    result = merge_with_deletion_vectors(spark, make_batch(spark), COLUMNS, KEYS, META_COLUMNS, dv, "app:merge:t", 1,
                                          None, BatchCache().checkpoint)
     last = spark.sql(f"DESCRIBE HISTORY delta.`{dv}` LIMIT 1").first()
     metrics = {k: int(v) for k, v in last.operationMetrics.items()}
     assert (metrics["numTargetFilesRemoved"], metrics["numTargetDeletionVectorsAdded"]) == (1, 0)
     assert result.deleted_share == 0.0
-    assert not any(f.get("deletionVector") for f in _live_files(dv))
-    assert _contents(spark, dv)[0] == {("eu", 1, "a2", "long note"), ("us", 3, "new", "n5"), ("us", 1, "stale", "x")}
+    assert not any(f.get("deletionVector") for f in live_files(dv))
+    assert contents(spark, dv)[0] == {("eu", 1, "a2", "long note"), ("us", 3, "new", "n5"), ("us", 1, "stale", "x")}
 
 
 def test_the_checksum_and_the_table_state_give_the_same_merges(spark: Any, tmp_path: Path) -> None:
     """Two batches, the second over rows the first marked deleted: read from the checksum's files
     (with their deletion vectors) and from the table's state, the same rows and change data feed."""
-    listed, state = (_table(spark, tmp_path / name, deletion_vectors=True) for name in ("listed", "state"))
+    listed, state = (make_table(spark, tmp_path / name, deletion_vectors=True) for name in ("listed", "state"))
     log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, listed)
     assert checksum_listing(log.startTransaction()) is not None  # the checksum lists files and write ids
-    again = spark.createDataFrame([("eu", 2, "back", "n6", _seq(30), "u", 2, []),  # deleted by batch 1: inserted
-                                   ("us", 2, "d2", "n7", _seq(30), "u", 2, [])], SOURCE_DDL).localCheckpoint(eager=True)
+    again = spark.createDataFrame([("eu", 2, "back", "n6", seq(30), "u", 2, []),  # deleted by batch 1: inserted
+                                   ("us", 2, "d2", "n7", seq(30), "u", 2, [])], SOURCE_DDL).localCheckpoint(eager=True)
     shares = []
     for path, use in ((listed, True), (state, False)):
-        for batch_id, batch in ((1, _batch(spark)), (2, again)):
+        for batch_id, batch in ((1, make_batch(spark)), (2, again)):
             result = merge_with_deletion_vectors(spark, batch, COLUMNS, KEYS, META_COLUMNS, path, "app:merge:t",
                                                  batch_id, None, BatchCache().checkpoint, use_checksum=use)
             shares.append(result.deleted_share)
-    rows, feed = _contents(spark, listed)
-    assert (rows, feed) == _contents(spark, state)
+    rows, feed = contents(spark, listed)
+    assert (rows, feed) == contents(spark, state)
     assert rows == {("eu", 1, "a2", "long note"), ("eu", 2, "back", "n6"), ("us", 1, "c", "n3"), ("us", 2, "d2", "n7"),
                     ("us", 3, "new", "n5")}
     assert ("insert", "eu", 2, "back", "n6") in feed
@@ -230,7 +170,7 @@ def _commit_write_id(spark: Any, txn: Any, app_id: str, batch_id: int) -> None:
 def _listed_transaction(spark: Any, tmp_path: Path) -> tuple[str, Any, Any, Any]:
     """A deletion-vector table, its Delta log, a transaction on it and that transaction's
     checksum listing (which the table's checksum has)."""
-    dv = _table(spark, tmp_path / "dv", deletion_vectors=True)
+    dv = make_table(spark, tmp_path / "dv", deletion_vectors=True)
     log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, dv)
     txn = log.startTransaction()
     listing = checksum_listing(txn)
@@ -250,7 +190,7 @@ def test_what_the_checksum_gives_is_recorded_as_read_so_concurrent_commits_confl
         assert listing.applied_version(txn, "app:merge:t") == -1
         listing.read_all(spark, txn)
         assert txn.readFiles().size() == 1
-    spark.createDataFrame([("eu", 9, "x", "y", _seq(5), "c", 0)], DDL).write.format("delta").mode("append").save(dv)
+    spark.createDataFrame([("eu", 9, "x", "y", seq(5), "c", 0)], DDL).write.format("delta").mode("append").save(dv)
     if recorded:
         with pytest.raises(Exception, match=r"DELTA_CONCURRENT_APPEND|ConcurrentAppendException"):
             _commit_write_id(spark, txn, "app:merge:t", 1)

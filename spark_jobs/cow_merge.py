@@ -1,0 +1,132 @@
+"""The job's MERGE into a copy-on-write table (deletion vectors off), in a transaction of its own.
+
+Delta's own MERGE asks the table's state for the files and the write id, and for a version this
+process has not read yet that is a replay of the table's log in Spark jobs (~0.4-0.7 s on the
+bench's table): every batch paid it, since every batch commits a new version. Here the files and
+write id come from the read version's checksum file (``spark_jobs.checksum_listing``), and the
+commit is written from
+
+- one materialized join of the batch with the target rows in its key range
+  (``spark_jobs.merge_parts.stored_join``): it finds the stored rows newer events replace and the
+  files holding them (the touched files);
+- the touched files read again, without the replaced rows (the copied rows), written with the
+  MERGE's updated and inserted rows and, with the change data feed on, its feed rows
+  (``update_preimage``/``update_postimage``, ``delete``, ``insert``; copied rows are no change);
+- the touched files removed in the same commit.
+
+That is what Delta's copy-on-write MERGE commits (the sequence-guarded three-clause MERGE of
+``spark_jobs.writes``, tested against it in ``tests/spark``); the small rows (updates, inserts,
+feed) go to one file per :data:`SMALL_ROWS_PER_FILE` rows, the copied rows keep the scan's split.
+
+It declines (``NOT_TAKEN``, nothing written; the caller runs Delta's MERGE) a table whose checksum
+does not list its files (more than 50, a writer that writes no checksum: the state must be read
+anyway) and a table with deletion vectors on (Delta's MERGE marks rows there, and so does
+``spark_jobs.dv_merge``). Call on the driver, inside a batch; it uses Delta's internal Scala API,
+pinned with the Delta version in ``spark_jobs.session``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from spark_jobs.connect_schema import ColumnSpec, quote
+from spark_jobs.key_range import Bounds
+from spark_jobs.merge_parts import (
+    CHANGE_TYPE,
+    STORED,
+    Checkpoint,
+    MergeResult,
+    Outcome,
+    clause_rows,
+    commit_merge,
+    files_dataframe,
+    java_list,
+    listed_files_in_range,
+    newer_rows,
+    open_merge,
+    replaced_counts,
+    rows_in,
+    split_written,
+    stored_join,
+)
+
+SMALL_ROWS_PER_FILE = 250_000
+"""The MERGE's own rows (updated, inserted, change data feed) go to one file per this many source
+rows: a batch adds one small file to the table, not one per split of the scan."""
+DV_PROPERTY = "delta.enableDeletionVectors"
+
+
+def merge_by_rewrite(
+    spark: Any, source: Any, columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], path: str,
+    app_id: str, batch_id: int, bounds: Bounds | None, checkpoint: Checkpoint,
+) -> MergeResult:
+    """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
+    into the Delta table at ``path`` as the module docstring says. ``bounds``: the key range every
+    source key lies in (``spark_jobs.key_range``: the files outside it are not read), or None.
+    Writes nothing when the table
+    already holds ``batch_id`` for ``app_id`` (``ALREADY_APPLIED``) or when it declines
+    (``NOT_TAKEN``)."""
+    from pyspark.sql import functions as F
+
+    merge = open_merge(spark, path, app_id, batch_id, True)
+    if merge is None:
+        return MergeResult(Outcome.ALREADY_APPLIED)
+    if merge.listed is None or (merge.option(DV_PROPERTY) or "").lower() == "true":
+        return MergeResult(Outcome.NOT_TAKEN)
+    files = listed_files_in_range(spark, merge, bounds)
+    target = files_dataframe(spark, merge, files)
+    stored = list(target.columns)
+    types = {f.name: f.dataType for f in target.schema.fields}
+    n_source = source.count()
+    matched = stored_join(spark, merge, target, source, n_source, keys, bounds, checkpoint, False)
+    counts = replaced_counts(matched)
+    scanned = time.monotonic()
+
+    by_path = spark._jvm.org.apache.spark.sql.delta.commands.DMLWithDeletionVectorsHelper.generateCandidateFileMap(
+        merge.log.dataPath(), files)
+    touched = [by_path.apply(p) for p in counts.files]
+    rows = clause_rows(source, matched, stored, types, columns, keys, meta)
+    out = rows.written(spark, merge, max(1, -(-n_source // SMALL_ROWS_PER_FILE)))
+    if touched:
+        copied = _copied_rows(spark, merge, touched, newer_rows(matched), keys).select(*[quote(c) for c in stored])
+        if CHANGE_TYPE in out.columns:
+            copied = copied.select("*", F.lit(None).cast("string").alias(CHANGE_TYPE))
+        out = copied.unionByName(out)
+    written_files, data_files, change_files = split_written(merge.txn.writeFiles(out._jdf))
+    rewritten = time.monotonic()
+
+    now_ms = int(time.time() * 1000)
+    removed = [f.removeWithTimestamp(now_ms, True) for f in touched]
+    rows_out = rows_in(data_files)
+    replaced = counts.updated + counts.deleted
+    live = [f.numLogicalRecords() for f in touched]
+    n_copied = sum(int(n.get()) for n in live) - replaced if all(n.isDefined() for n in live) else None
+    n_inserted = rows.inserted.count() if n_copied is None else rows_out - counts.updated - n_copied
+    commit_merge(spark, merge, [*removed, *written_files], {
+        "numSourceRows": n_source, "operationNumSourceRows": n_source,
+        "numTargetRowsUpdated": counts.updated, "numTargetRowsMatchedUpdated": counts.updated,
+        "numTargetRowsDeleted": counts.deleted, "numTargetRowsMatchedDeleted": counts.deleted,
+        "numTargetRowsInserted": n_inserted, "numOutputRows": rows_out,
+        "numTargetRowsCopied": rows_out - counts.updated - n_inserted,
+        "numTargetFilesAdded": len(data_files), "numTargetChangeFilesAdded": len(change_files),
+        "numTargetFilesRemoved": len(touched),
+        "numTargetBytesAdded": sum(int(a.size()) for a in data_files),
+        "numTargetBytesRemoved": sum(int(f.size()) for f in touched),
+        "scanTimeMs": int((scanned - merge.started) * 1000), "rewriteTimeMs": int((rewritten - scanned) * 1000),
+    }, app_id, batch_id)
+    return MergeResult(Outcome.MERGED)
+
+
+def _copied_rows(spark: Any, merge: Any, touched: list[Any], newer: Any, keys: list[str]) -> Any:
+    """The rows of the ``touched`` files (``AddFile``s) that no row of ``newer`` (the stored rows the
+    batch replaces, :func:`spark_jobs.merge_parts.newer_rows`) replaces."""
+    from pyspark.sql import functions as F
+
+    seq = spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(java_list(spark, touched))
+    rows = files_dataframe(spark, merge, seq)
+    replaced = F.broadcast(newer.select(*[F.col(STORED + k) for k in keys]))
+    same_key = F.lit(True)
+    for k in keys:
+        same_key = same_key & F.col(quote(k)).eqNullSafe(F.col(STORED + k))
+    return rows.join(replaced, same_key, "left_anti")

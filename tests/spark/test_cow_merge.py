@@ -1,0 +1,150 @@
+"""``spark_jobs.cow_merge``: the job's copy-on-write MERGE in its own transaction, against Delta's.
+
+The apply scenario (``test_apply_changes``) runs the whole job through it; these tests hand it the
+batches of ``merge_cases`` directly and compare with Delta's own MERGE (``DeltaWriter`` with
+``delta_merge``): rows, change data feed, history metrics, the files it removes and keeps, a
+replayed batch id, and the tables it leaves to Delta's MERGE."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_jobs.batch_cache import BatchCache
+from spark_jobs.cow_merge import merge_by_rewrite
+from spark_jobs.key_range import Bounds
+from spark_jobs.merge_parts import Outcome
+from spark_jobs.tables import META_COLUMNS
+from tests.spark.merge_cases import (
+    COLUMNS,
+    DDL,
+    KEYS,
+    SOURCE_DDL,
+    contents,
+    live_files,
+    make_batch,
+    make_table,
+    make_writer,
+    seq,
+)
+
+pytestmark = pytest.mark.spark
+
+EXPECTED_ROWS = {("eu", 1, "a2", "long note"), ("us", 1, "c", "n3"), ("us", 2, "d", "n4"), ("us", 3, "new", "n5")}
+EXPECTED_FEED = {("update_preimage", "eu", 1, "a", "long note"), ("update_postimage", "eu", 1, "a2", "long note"),
+                 ("delete", "eu", 2, "b", "n2"), ("insert", "us", 3, "new", "n5")}
+COMPARED = ("numSourceRows", "numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted",
+            "numTargetRowsCopied", "numTargetFilesRemoved", "numTargetDeletionVectorsAdded")
+
+
+def _merge(spark: Any, path: str, batch_id: int = 7, bounds: Bounds | None = None, source: Any = None) -> Any:
+    return merge_by_rewrite(spark, make_batch(spark) if source is None else source, COLUMNS, KEYS, META_COLUMNS, path,
+                            "app:merge:public.t", batch_id, bounds, BatchCache().checkpoint)
+
+
+def _last(spark: Any, path: str) -> Any:
+    return spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()
+
+
+def test_the_rewrite_merge_commits_what_deltas_merge_commits(spark: Any, tmp_path: Path) -> None:
+    ours, theirs = (make_table(spark, tmp_path / name, deletion_vectors=False) for name in ("ours", "delta"))
+    assert _merge(spark, ours).outcome is Outcome.MERGED
+    reference = make_writer(tmp_path, False, delta_merge=True)
+    reference.merge(spark, make_batch(spark), COLUMNS, KEYS, theirs, "public.t", 7, [])
+    reference.clear_txn(spark)
+
+    assert contents(spark, ours) == contents(spark, theirs) == (EXPECTED_ROWS, EXPECTED_FEED)
+    mine, delta = _last(spark, ours), _last(spark, theirs)
+    assert mine.operation == delta.operation == "MERGE"
+    assert {k: int(mine.operationMetrics[k]) for k in COMPARED} == {k: int(delta.operationMetrics[k]) for k in COMPARED}
+    assert {k: int(mine.operationMetrics[k]) for k in COMPARED} == {
+        "numSourceRows": 5, "numTargetRowsUpdated": 1, "numTargetRowsDeleted": 1, "numTargetRowsInserted": 1,
+        "numTargetRowsCopied": 2, "numTargetFilesRemoved": 1, "numTargetDeletionVectorsAdded": 0}
+    assert not any(f.get("deletionVector") for f in live_files(ours))
+
+
+def test_a_table_without_change_data_feed_gets_the_same_rows_and_no_change_files(spark: Any, tmp_path: Path) -> None:
+    path = make_table(spark, tmp_path / "plain", deletion_vectors=False, feed=False)
+    assert _merge(spark, path).outcome is Outcome.MERGED
+    rows = {tuple(r) for r in spark.read.format("delta").load(path).select("region", "id", "name", "note").collect()}
+    assert rows == EXPECTED_ROWS
+    assert int(_last(spark, path).operationMetrics["numTargetChangeFilesAdded"]) == 0
+    assert not (Path(path) / "_change_data").exists()
+
+
+def test_only_files_holding_replaced_rows_are_rewritten_and_rows_outside_the_range_are_copied(
+    spark: Any, tmp_path: Path,
+) -> None:
+    """A second file the batch's newer events do not reach stays as it is (outside the batch's key
+    range: not even opened); the touched file's rows outside the range (not scanned for matches)
+    are copied, not lost."""
+    path = make_table(spark, tmp_path / "t", deletion_vectors=False)
+    spark.createDataFrame([("zz", 9, "other", "n9", seq(10), "c", 0)], DDL).coalesce(1).write.format("delta").mode(
+        "append").save(path)
+    before = {f["path"] for f in live_files(path)}
+    update = spark.createDataFrame([("eu", 1, "a2", "n1", seq(20), "u", 1, [])],
+                                   SOURCE_DDL).localCheckpoint(eager=True)
+    away = next(Path(path, f["path"]) for f in live_files(path) if f["path"] in before and "zz" in f["stats"])
+    away.rename(away.with_suffix(".away"))  # a MERGE that opens it fails
+    bounds = [("region", "'eu'", "'eu'"), ("id", "1", "1")]
+    assert _merge(spark, path, bounds=bounds, source=update).outcome is Outcome.MERGED
+    away.with_suffix(".away").rename(away)
+
+    after = {f["path"] for f in live_files(path)}
+    assert len(before - after) == 1  # the file holding eu/1 removed
+    assert {f["path"] for f in live_files(path) if f["path"] in before} == before - (before - after)
+    rows = {tuple(r) for r in spark.read.format("delta").load(path).select("region", "id", "name").collect()}
+    assert rows == {("eu", 1, "a2"), ("eu", 2, "b"), ("us", 1, "c"), ("us", 2, "d"), ("zz", 9, "other")}
+    assert int(_last(spark, path).operationMetrics["numTargetRowsCopied"]) == 3
+
+
+def test_a_batch_replacing_nothing_removes_no_file(spark: Any, tmp_path: Path) -> None:
+    path = make_table(spark, tmp_path / "t", deletion_vectors=False)
+    before = {f["path"] for f in live_files(path)}
+    stale_and_new = spark.createDataFrame([("us", 1, "stale", "x", seq(40), "u", 1, []),
+                                           ("us", 7, "new", "n7", seq(40), "c", 1, [])],
+                                          SOURCE_DDL).localCheckpoint(eager=True)
+    assert _merge(spark, path, source=stale_and_new).outcome is Outcome.MERGED
+    assert before <= {f["path"] for f in live_files(path)}
+    metrics = _last(spark, path).operationMetrics
+    assert (int(metrics["numTargetFilesRemoved"]), int(metrics["numTargetRowsInserted"])) == (0, 1)
+    assert contents(spark, path)[1] == {("insert", "us", 7, "new", "n7")}
+
+
+def test_a_replayed_batch_id_writes_nothing(spark: Any, tmp_path: Path) -> None:
+    path = make_table(spark, tmp_path / "t", deletion_vectors=False)
+    assert _merge(spark, path, batch_id=3).outcome is Outcome.MERGED
+    version = _last(spark, path).version
+    assert _merge(spark, path, batch_id=3).outcome is Outcome.ALREADY_APPLIED
+    assert _merge(spark, path, batch_id=2).outcome is Outcome.ALREADY_APPLIED
+    assert _last(spark, path).version == version
+
+
+def test_ids_written_by_deltas_merge_are_honoured(spark: Any, tmp_path: Path) -> None:
+    """A batch committed by Delta's MERGE (an older version of the job) is not applied again."""
+    path = make_table(spark, tmp_path / "t", deletion_vectors=False)
+    reference = make_writer(tmp_path, False, delta_merge=True)
+    reference.merge(spark, make_batch(spark), COLUMNS, KEYS, path, "public.t", 7, [])
+    reference.clear_txn(spark)
+    app_id = f"{reference.cfg.effective_app_id}:merge:public.t"  # the id the writer gives Delta's MERGE
+    assert merge_by_rewrite(spark, make_batch(spark), COLUMNS, KEYS, META_COLUMNS, path, app_id, 7, None,
+                            BatchCache().checkpoint).outcome is Outcome.ALREADY_APPLIED
+
+
+@pytest.mark.parametrize("why", ["deletion vectors on", "checksum without files"])
+def test_tables_it_declines_get_deltas_merge(spark: Any, tmp_path: Path, why: str) -> None:
+    key = "spark.databricks.delta.allFilesInCrc.enabled"
+    if why == "checksum without files":
+        spark.conf.set(key, "false")
+    try:
+        path = make_table(spark, tmp_path / "t", deletion_vectors=why == "deletion vectors on")
+        assert _merge(spark, path).outcome is Outcome.NOT_TAKEN
+        assert _last(spark, path).operation != "MERGE"
+        make_writer(tmp_path, False).merge(spark, make_batch(spark), COLUMNS, KEYS, path, "public.t", 7, [])
+        make_writer(tmp_path, False).clear_txn(spark)
+    finally:
+        spark.conf.unset(key)
+    assert contents(spark, path) == (EXPECTED_ROWS, EXPECTED_FEED)
+    assert _last(spark, path).operation == "MERGE"
