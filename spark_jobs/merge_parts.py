@@ -105,16 +105,11 @@ def listed_files_in_range(spark: Any, merge: OpenMerge, bounds: Bounds | None) -
     """The files of the checksum listing (``merge.listed``, which must be set) that may hold keys
     inside ``bounds`` (``spark_jobs.key_range.files_in_range``; all of them without bounds), as a
     Scala ``Seq[AddFile]``. Every file is recorded as read (``ChecksumListing.read_all``)."""
-    import json
-
-    from pyspark.sql.types import StructType
-
     assert merge.listed is not None
     files = merge.listed.read_all(spark, merge.txn)
     if not bounds:
         return files
-    schema = StructType.fromJson(json.loads(merge.txn.metadata().schemaString()))
-    kept = files_in_range(spark, iterate(files), schema, bounds, merge.option(MAPPING_PROPERTY))
+    kept = files_in_range(iterate(files), bounds, merge.option(MAPPING_PROPERTY))
     return spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(java_list(spark, kept))
 
 
