@@ -34,9 +34,11 @@ from spark_jobs.connect_schema import ColumnSpec, quote
 from spark_jobs.key_range import Bounds
 from spark_jobs.merge_parts import (
     CHANGE_TYPE,
+    DV_PROPERTY,
     STORED,
     Checkpoint,
     MergeResult,
+    OpenMerge,
     Outcome,
     clause_rows,
     commit_merge,
@@ -54,7 +56,6 @@ from spark_jobs.merge_parts import (
 SMALL_ROWS_PER_FILE = 250_000
 """The MERGE's own rows (updated, inserted, change data feed) go to one file per this many source
 rows: a batch adds one small file to the table, not one per split of the scan."""
-DV_PROPERTY = "delta.enableDeletionVectors"
 
 
 def merge_by_rewrite(
@@ -118,7 +119,7 @@ def merge_by_rewrite(
     return MergeResult(Outcome.MERGED)
 
 
-def _copied_rows(spark: Any, merge: Any, touched: list[Any], newer: Any, keys: list[str]) -> Any:
+def _copied_rows(spark: Any, merge: OpenMerge, touched: list[Any], newer: Any, keys: list[str]) -> Any:
     """The rows of the ``touched`` files (``AddFile``s) that no row of ``newer`` (the stored rows the
     batch replaces, :func:`spark_jobs.merge_parts.newer_rows`) replaces."""
     from pyspark.sql import functions as F

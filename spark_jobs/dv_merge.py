@@ -38,6 +38,7 @@ from spark_jobs.compaction import deleted_share, files_after_commit
 from spark_jobs.connect_schema import ColumnSpec
 from spark_jobs.key_range import Bounds
 from spark_jobs.merge_parts import (
+    DV_PROPERTY,
     FILE,
     ROW,
     Checkpoint,
@@ -59,7 +60,6 @@ __all__ = ["Checkpoint", "MergeResult", "Outcome", "merge_with_deletion_vectors"
 
 STATS_PARALLELISM = 8
 """Parallelism Delta uses to read statistics of touched files that have none in the log."""
-DV_PROPERTY = "delta.enableDeletionVectors"
 
 
 def merge_with_deletion_vectors(

@@ -35,6 +35,8 @@ BROADCAST_ROWS = 250_000
 """Up to this many source rows the batch is broadcast to the target scan (no shuffle of the
 target); a larger batch is joined as Spark plans it."""
 CHANGE_TYPE = "_change_type"
+DV_PROPERTY = "delta.enableDeletionVectors"
+"""The table property that turns a table's deletion vectors on."""
 METRICS = (
     "numSourceRows", "numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsMatchedUpdated",
     "numTargetRowsNotMatchedBySourceUpdated", "numTargetRowsDeleted", "numTargetRowsMatchedDeleted",
