@@ -43,12 +43,13 @@ from spark_jobs.merge_parts import (
     clause_rows,
     commit_merge,
     files_dataframe,
-    java_list,
     listed_files_in_range,
     newer_rows,
     open_merge,
     replaced_counts,
     rows_in,
+    same_key,
+    scala_seq,
     split_written,
     stored_join,
 )
@@ -65,9 +66,8 @@ def merge_by_rewrite(
     """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
     into the Delta table at ``path`` as the module docstring says. ``bounds``: the key range every
     source key lies in (``spark_jobs.key_range``: the files outside it are not read), or None.
-    Writes nothing when the table
-    already holds ``batch_id`` for ``app_id`` (``ALREADY_APPLIED``) or when it declines
-    (``NOT_TAKEN``)."""
+    Writes nothing when the table already holds ``batch_id`` for ``app_id`` (``ALREADY_APPLIED``)
+    or when it declines (``NOT_TAKEN``)."""
     from pyspark.sql import functions as F
 
     merge = open_merge(spark, path, app_id, batch_id, True)
@@ -124,10 +124,6 @@ def _copied_rows(spark: Any, merge: OpenMerge, touched: list[Any], newer: Any, k
     batch replaces, :func:`spark_jobs.merge_parts.newer_rows`) replaces."""
     from pyspark.sql import functions as F
 
-    seq = spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(java_list(spark, touched))
-    rows = files_dataframe(spark, merge, seq)
+    rows = files_dataframe(spark, merge, scala_seq(spark, touched))
     replaced = F.broadcast(newer.select(*[F.col(STORED + k) for k in keys]))
-    same_key = F.lit(True)
-    for k in keys:
-        same_key = same_key & F.col(quote(k)).eqNullSafe(F.col(STORED + k))
-    return rows.join(replaced, same_key, "left_anti")
+    return rows.join(replaced, same_key(keys), "left_anti")

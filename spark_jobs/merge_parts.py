@@ -112,15 +112,26 @@ def listed_files_in_range(spark: Any, merge: OpenMerge, bounds: Bounds | None) -
     if not bounds:
         return files
     kept = files_in_range(iterate(files), bounds, merge.option(MAPPING_PROPERTY))
-    return spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(java_list(spark, kept))
+    return scala_seq(spark, kept)
 
 
-def java_list(spark: Any, items: list[Any]) -> Any:
-    """``items`` as a ``java.util.ArrayList``."""
+def scala_seq(spark: Any, items: list[Any]) -> Any:
+    """``items`` (JVM objects) as a Scala ``Seq``."""
     out = spark._jvm.java.util.ArrayList()
     for item in items:
         out.add(item)
-    return out
+    return spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(out)
+
+
+def same_key(keys: list[str]) -> Any:
+    """The join condition of a stored row (its key columns prefixed :data:`STORED`) and a batch
+    row of the same key (null-safe, as the MERGE condition)."""
+    from pyspark.sql import functions as F
+
+    condition = F.lit(True)
+    for k in keys:
+        condition = condition & F.col(STORED + k).eqNullSafe(F.col(quote(k)))
+    return condition
 
 
 def files_dataframe(spark: Any, merge: OpenMerge, files: Any) -> Any:
@@ -146,10 +157,7 @@ def stored_join(
                          F.col("_metadata.file_path").alias(FILE),
                          *([F.col("_metadata.row_index").alias(ROW)] if row_index else []))
     right = F.broadcast(source) if n_source <= BROADCAST_ROWS else source
-    same_key = F.lit(True)
-    for k in keys:
-        same_key = same_key & F.col(STORED + k).eqNullSafe(F.col(quote(k)))
-    return checkpoint(scan.join(right, same_key, "inner"), True)
+    return checkpoint(scan.join(right, same_key(keys), "inner"), True)
 
 
 def newer_rows(matched: Any) -> Any:
@@ -222,10 +230,7 @@ def clause_rows(
     pre = newer.select(*[F.col(STORED + c).alias(c) for c in stored], F.when(
         F.col("_cdc_op") == "d", F.lit("delete")).otherwise(F.lit("update_preimage")).alias(CHANGE_TYPE))
     held = matched.select(*[F.col(STORED + k) for k in keys])
-    held_key = F.lit(True)
-    for k in keys:
-        held_key = held_key & F.col(quote(k)).eqNullSafe(F.col(STORED + k))
-    inserted = source.join(held, held_key, "left_anti").where(F.col("_cdc_op") != "d").select(
+    inserted = source.join(held, same_key(keys), "left_anti").where(F.col("_cdc_op") != "d").select(
         *[inserted_value(c) for c in stored])
     return ClauseRows(post, pre, inserted)
 
