@@ -67,10 +67,12 @@ class PhaseClock:
         return ((self._ended or time.perf_counter()) - self._started) * 1000
 
     def breakdown(self) -> dict[str, float]:
-        """Milliseconds per phase, plus ``other`` (the rest of the batch) and ``total``."""
+        """Milliseconds per phase, plus ``other`` (the rest of the batch) and ``total``, rounded to
+        0.1 ms so that the parts add up to the total (rounded separately, the total could fall
+        0.1 ms short of its parts)."""
         out = {name: round(ms, 1) for name, ms in self.ms.items()}
-        out["other"] = round(max(self.total_ms - sum(self.ms.values()), 0.0), 1)
-        out["total"] = round(self.total_ms, 1)
+        out["other"] = round(max(self.total_ms - sum(out.values()), 0.0), 1)
+        out["total"] = round(sum(out.values()), 1)
         return out
 
     def spark_work(self) -> dict[str, dict[str, int]]:
