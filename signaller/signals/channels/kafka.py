@@ -18,6 +18,7 @@ a record's content.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -147,9 +148,27 @@ class KafkaSignalChannel:
                     if exc.args and getattr(exc.args[0], "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
                         continue
                     raise
+            self._await_metadata(admin)
             log.info("kafka signal channel: created topic %s with 1 partition", self.topic)
         except KafkaException as exc:
             raise TransientSinkError(f"signal topic {self.topic}: cannot check or create it: {exc}") from exc
+
+    def _await_metadata(self, admin: AdminClient) -> None:
+        """Wait until the brokers' metadata lists the created topic with its partition.
+
+        ``create_topics`` returns once the controller has the topic; a broker's metadata cache may lag
+        behind for a moment, and a reader of the topic (or ``list_topics``) then sees
+        ``UNKNOWN_TOPIC_OR_PART``. Raises ``TransientSinkError`` if it is not listed within the admin timeout.
+        """
+        deadline = time.monotonic() + _ADMIN_TIMEOUT_S
+        while True:
+            listed = admin.list_topics(self.topic, timeout=_ADMIN_TIMEOUT_S).topics.get(self.topic)
+            if listed is not None and listed.error is None and listed.partitions:
+                return
+            if time.monotonic() >= deadline:
+                raise TransientSinkError(f"signal topic {self.topic}: created, but the brokers did not list it "
+                                         f"within {_ADMIN_TIMEOUT_S:.0f} s")
+            time.sleep(0.1)
 
     def __enter__(self) -> KafkaSignalChannel:
         return self
