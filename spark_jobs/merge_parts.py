@@ -124,13 +124,21 @@ def scala_seq(spark: Any, items: list[Any]) -> Any:
 
 
 def same_key(keys: list[str]) -> Any:
-    """The join condition of a stored row (its key columns prefixed :data:`STORED`) and a batch
-    row of the same key (null-safe, as the MERGE condition)."""
+    """The join condition of a stored row (its key columns prefixed :data:`STORED`) and a row of
+    the same key (the batch's, or the target's).
+
+    Plain equality, although Delta's MERGE condition is null-safe (``<=>``): every join here has a
+    side whose keys are never null (the batch's good events: a null key is a dead letter; stored
+    rows that matched one), and against a non-null key both conditions match the same rows. The
+    plain form lets Spark build a broadcast join on one integral key as a ``LongHashedRelation``:
+    ``<=>`` becomes two join keys (``coalesce(k, 0)``, ``isnull(k)``) in a generic
+    ``UnsafeHashedRelation``, whose look-ups took ~12 % of the JVM's samples (JFR) in 100,000-change
+    batches into the bench's table."""
     from pyspark.sql import functions as F
 
     condition = F.lit(True)
     for k in keys:
-        condition = condition & F.col(STORED + k).eqNullSafe(F.col(quote(k)))
+        condition = condition & (F.col(STORED + k) == F.col(quote(k)))
     return condition
 
 
