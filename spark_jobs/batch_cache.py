@@ -24,6 +24,7 @@ class BatchCache:
 
     def __init__(self) -> None:
         self._rdds: list[Any] = []  # the JVM RDDs whose blocks hold local checkpoints
+        self._checkpointed: list[Any] = []  # the DataFrames of those checkpoints, in the same order
         self._frames: list[Any] = []  # cached DataFrames
 
     def checkpoint(self, frame: Any, eager: bool) -> Any:
@@ -32,6 +33,7 @@ class BatchCache:
         # Spark's Dataset.checkpoint wraps the checkpointed RDD in a LogicalRDD; unpersisting that
         # RDD drops the checkpoint's blocks.
         self._rdds.append(checkpointed._jdf.queryExecution().analyzed().rdd())
+        self._checkpointed.append(checkpointed)
         return checkpointed
 
     def persist(self, frame: Any) -> Any:
@@ -41,7 +43,12 @@ class BatchCache:
         return cached
 
     def drop(self, frame: Any) -> None:
-        """Unpersist one cached DataFrame of :meth:`persist` now (non-blocking)."""
+        """Release one DataFrame of :meth:`persist` or :meth:`checkpoint` now (non-blocking)."""
+        for i, kept in enumerate(self._checkpointed):
+            if kept is frame:
+                self._rdds.pop(i).unpersist(False)
+                self._checkpointed.pop(i)
+                return
         frame.unpersist()
         self._frames = [f for f in self._frames if f is not frame]
 
@@ -54,6 +61,7 @@ class BatchCache:
         """Drop every checkpoint and cache taken since the last release (non-blocking). Safe to
         call again, and when nothing was taken."""
         rdds, frames, self._rdds, self._frames = self._rdds, self._frames, [], []
+        self._checkpointed = []
         for rdd in rdds:
             rdd.unpersist(False)
         for frame in frames:

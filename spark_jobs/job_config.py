@@ -47,6 +47,12 @@ class ApplyJobConfig:
     ``compact_deleted_share`` (with ``deletion_vectors``): the job runs ``OPTIMIZE`` on a table
     right after a MERGE that leaves at least this share of its stored rows marked deleted
     (``spark_jobs.compaction``; default 0.3, 0 = never: compact the tables yourself).
+    ``data_skipping_stats``: which columns Delta collects file statistics (min/max/null counts) on
+    for the tables the job creates or writes: ``all`` (default: Delta's own, the first 32 columns;
+    the job leaves ``delta.dataSkippingStatsColumns`` alone) or ``keys`` (the job sets that property
+    to the key columns and ``_cdc_seq``: cheaper writes, since every rewritten row feeds the
+    statistics, but readers' queries then skip files on those columns only; existing files keep
+    their statistics until rewritten, and going back to ``all`` means unsetting the property).
     ``format``: how record values are read: ``auto`` (default: a value that starts with the magic
     byte 0 is Avro in the Confluent wire format, any other JSON), ``json`` or ``avro``.
     ``schema_registry_url`` (``schema.registry.url``; Apicurio: ``.../apis/ccompat/v7``) is where Avro
@@ -75,6 +81,7 @@ class ApplyJobConfig:
     partition_by: dict[str, list[str]] = field(default_factory=dict)
     cluster_by: dict[str, list[str]] = field(default_factory=dict)
     deletion_vectors: bool = False
+    data_skipping_stats: str = "all"
     compact_deleted_share: float = 0.3
     format: str = "auto"
     schema_registry_url: str | None = None
@@ -118,9 +125,11 @@ ALIASES = {
     "clusterBy": "cluster_by",
     "deletionVectors": "deletion_vectors",
     "compactDeletedShare": "compact_deleted_share",
+    "dataSkippingStats": "data_skipping_stats",
     "basic.auth.user.info": "schema_registry_user_info",
     "schema.registry.basic.auth.user.info": "schema_registry_user_info",
 }
+DATA_SKIPPING_STATS = ("all", "keys")
 _CATALOG_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*\.){1,2}$")
 
 
@@ -199,6 +208,10 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
             raise JobConfigError(msg)
     if not isinstance(values.get("deletion_vectors", False), bool):
         msg = f"{origin}: 'deletion_vectors' must be true or false, got {values['deletion_vectors']!r}"
+        raise JobConfigError(msg)
+    if values.get("data_skipping_stats", "all") not in DATA_SKIPPING_STATS:
+        msg = (f"{origin}: 'data_skipping_stats' must be one of {list(DATA_SKIPPING_STATS)}, "
+               f"got {values['data_skipping_stats']!r}")
         raise JobConfigError(msg)
     share = values.get("compact_deleted_share", 0.3)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:

@@ -42,8 +42,8 @@ DEFAULT_CONF: dict[str, str] = {
     # spark_jobs.coarse_bounds): compiler threads ~6 s of CPU a batch at the default, under 2 s
     # with this. A few MB of class metadata.
     "spark.sql.codegen.cache.maxEntries": "1000",
-    # The framed batch (spark_jobs.frame: positions, keys, hashes, payload texts), or on the one-pass
-    # road the decoded events (spark_jobs.steady), is cached for one batch and read once or twice:
+    # The framed batch of the general road (spark_jobs.frame: positions, keys, hashes, payload
+    # texts) is cached for one batch and read once or twice:
     # compressing its columns cost more than it saved (measured on the framed batch). In-process, 100,000-change
     # batches: the read phase's task CPU 1.25 -> 1.06 s, its wall time ~1.55 -> ~1.3 s.
     "spark.sql.inMemoryColumnarStorage.compressed": "false",

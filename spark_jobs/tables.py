@@ -24,6 +24,13 @@ PROP_SCHEMA = "signaller.connect_schema"
 PROP_KEYS = "signaller.keys"
 PROP_TRUNCATED = "signaller.truncated_before"
 DV_PROP = "delta.enableDeletionVectors"
+STATS_PROP = "delta.dataSkippingStatsColumns"
+
+
+def stats_columns(keys: list[str]) -> str:
+    """``delta.dataSkippingStatsColumns`` for ``data_skipping_stats: keys``: the key columns and
+    ``_cdc_seq`` (what the job's own file skipping reads), quoted as Delta parses the list."""
+    return ",".join(quote(c) for c in [*keys, "_cdc_seq"])
 
 
 def table_path(cfg: ApplyJobConfig, topic: str) -> tuple[str, str]:
@@ -103,6 +110,8 @@ class DeltaTables:
                 raise JobConfigError(msg)
             cols = ", ".join(f"{quote(c.name)} {c.target_ddl}" for c in rec.columns)
             dv = f", {DV_PROP} = true" if self.cfg.deletion_vectors else ""
+            if self.cfg.data_skipping_stats == "keys":
+                dv += f", {sql_string(STATS_PROP)} = {sql_string(stats_columns(keys))}"
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {target} ({cols}, {META_DDL}) USING DELTA {layout} "
                 f"TBLPROPERTIES (delta.enableChangeDataFeed = true{dv}, {sql_string(PROP_KEYS)} = "
@@ -124,6 +133,10 @@ class DeltaTables:
                 spark.sql(f"ALTER TABLE {target} ALTER COLUMN {quote(column)} TYPE {new_type}")
             if self.cfg.deletion_vectors and state.properties.get(DV_PROP) != "true":
                 spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({DV_PROP} = true)")
+                self.forget(path)
+            wanted = stats_columns(keys)
+            if self.cfg.data_skipping_stats == "keys" and state.properties.get(STATS_PROP) != wanted:
+                spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({sql_string(STATS_PROP)} = {sql_string(wanted)})")
                 self.forget(path)
         catalog_name = self.cfg.catalog_name(name)
         if catalog_name and catalog_name not in self._registered:

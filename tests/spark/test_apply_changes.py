@@ -152,7 +152,8 @@ def _bad_qty(record: Record) -> Record:
 def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPathFactory,
              request: pytest.FixtureRequest) -> Iterator[Scenario]:
     """The scenario, once with copy-on-write MERGEs and once with deletion vectors
-    (``spark_jobs.dv_merge``): every test below holds for both."""
+    (``spark_jobs.dv_merge``) and statistics on the key columns only (``data_skipping_stats``):
+    every test below holds for both."""
     import uuid
 
     unique = uuid.uuid4().hex[:10]
@@ -161,6 +162,7 @@ def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPath
         bootstrap_servers=stack.bootstrap_servers, subscribe_pattern=re.escape(prefix) + r"\..*", topic_prefix=prefix,
         target_root=str(root / "delta"), checkpoint_location=str(root / "checkpoint"), available_now=True,
         target_catalog_prefix=f"cdc{unique}.", cluster_by={"public.items": ["id"]}, deletion_vectors=request.param,
+        data_skipping_stats="keys" if request.param else "all",
     )
     items = SourceTable(prefix, "items", [ID, col("name", "text"), col("qty", "int8"), col("note", "text"),
                                           col("codes", "_int4")])
@@ -432,3 +434,22 @@ def test_merges_mark_replaced_rows_with_deletion_vectors_instead_of_rewriting_fi
     else:
         assert added == 0
         assert not optimized
+
+
+def test_data_skipping_stats_keys_limits_file_statistics_to_the_key_and_cdc_seq(scenario: Scenario) -> None:
+    """With ``data_skipping_stats: keys`` every table the job writes says so in its properties and
+    the files it adds carry min/max statistics of the key columns and ``_cdc_seq`` only; by default
+    the property is not set and the files carry statistics of the row's columns too."""
+    for table in ("items", "plain"):
+        path = scenario.path(table)
+        props = {r.key: r.value for r in scenario.spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()}
+        added = [json.loads(json.loads(line)["add"]["stats"])
+                 for log in sorted((Path(path) / "_delta_log").glob("*.json"))
+                 for line in log.read_text().splitlines() if '"add"' in line and '"stats"' in line]
+        assert added
+        if scenario.cfg.data_skipping_stats == "keys":
+            assert props.get("delta.dataSkippingStatsColumns") == "`id`,`_cdc_seq`"
+            assert {name for stats in added for name in stats["minValues"]} == {"id", "_cdc_seq"}
+        else:
+            assert "delta.dataSkippingStatsColumns" not in props
+            assert {"id", "name", "_cdc_seq", "_cdc_op"} <= {name for stats in added for name in stats["minValues"]}

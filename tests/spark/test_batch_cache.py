@@ -52,3 +52,22 @@ def test_drop_releases_one_cache(spark: Any) -> None:
     assert len(set(_stored(spark)) - set(before)) == 1
     cache.release()
     assert set(_stored(spark)) - set(before) == set()
+
+
+def test_drop_releases_one_checkpoint_and_keeps_the_others(spark: Any) -> None:
+    """The one-pass road checkpoints its decoded events and drops them when the batch does not fit
+    it (``spark_jobs.steady``): only that checkpoint's blocks go."""
+    before = _stored(spark)
+    cache = BatchCache()
+    dropped = cache.checkpoint(spark.range(10_000).selectExpr("id AS a"), eager=False)
+    kept = cache.checkpoint(spark.range(12_000).selectExpr("id + 1 AS b"), eager=False)
+    assert dropped.count() + kept.count() == 22_000
+    assert len(set(_stored(spark)) - set(before)) == 2
+
+    cache.drop(dropped)
+
+    assert cache.held == 1
+    assert len(set(_stored(spark)) - set(before)) == 1
+    assert kept.count() == 12_000
+    cache.release()
+    assert set(_stored(spark)) - set(before) == set()

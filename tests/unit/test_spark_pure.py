@@ -227,6 +227,17 @@ def test_key_range_only_grows_and_deletion_vectors_is_a_boolean_option() -> None
         config_from_mapping({**base, "deletion_vectors": "yes"})
 
 
+def test_data_skipping_stats_is_all_or_keys_and_keys_quotes_the_columns() -> None:
+    from spark_jobs.tables import stats_columns
+
+    base = {"kafka.bootstrap.servers": "b:9092", "target_root": "/t", "checkpointLocation": "/c", "subscribe": "x"}
+    assert config_from_mapping(base).data_skipping_stats == "all"
+    assert config_from_mapping({**base, "dataSkippingStats": "keys"}).data_skipping_stats == "keys"
+    with pytest.raises(JobConfigError, match=r"'data_skipping_stats' must be one of \['all', 'keys'\], got 'key'"):
+        config_from_mapping({**base, "data_skipping_stats": "key"})
+    assert stats_columns(["id", "odd`name"]) == "`id`,`odd``name`,`_cdc_seq`"
+
+
 @pytest.mark.parametrize(
     ("type_name", "ddl"),
     [
