@@ -1,4 +1,4 @@
-"""When the job compacts a table with deletion vectors, and how.
+"""When the job compacts a table, and how.
 
 A MERGE into a table with deletion vectors (``spark_jobs.dv_merge``) marks the rows it replaces or
 deletes instead of rewriting their files: they stay in the files, and every read of the table
@@ -14,6 +14,19 @@ lists the files (up to 50), one small one over the table state otherwise. ``OPTI
 ``dataChange = false``: change data feed and streaming readers skip it), so it needs no
 idempotent-write id. Which tables are due is kept in memory only: after a restart, a table that
 was due is compacted after its next MERGE (a replayed batch's MERGE, skipped, decides nothing).
+
+Any table, deletion vectors or not, is also compacted after a MERGE that leaves it with more than
+``compact_max_files`` data files (:func:`too_many_files`; default 40). Every batch adds files (a
+copy-on-write MERGE one for its own rows, an append one per task); a MERGE that touches all of
+them writes them again in a few files, but one that touches some (updates of recent keys) leaves
+the others, and so do appends (a backfill): the table's file count only grows. The job's own
+MERGEs read a table's files from Delta's checksum file, which lists them only up to 50 files
+(``spark_jobs.checksum_listing``); past that every MERGE was Delta's, with its replay of the log.
+Appends do not read the file list, so a batch of appends alone compacts nothing: a backfill of
+many batches is not compacted again and again (``OPTIMIZE`` packs files of up to 1 GB, the
+table's earlier compacted file with the new ones), only after its first MERGE.
+The count comes from the table's latest snapshot the job's own commit left in this process (its
+checksum: no Spark job); nothing is remembered, so a restart changes nothing.
 """
 
 from __future__ import annotations
@@ -62,3 +75,15 @@ def compact(spark: Any, path: str) -> None:
     """``OPTIMIZE`` the Delta table at ``path``: small files packed together, files with deleted
     rows rewritten without them (one commit, no data change)."""
     spark.sql(f"OPTIMIZE delta.`{path}`").collect()
+
+
+def file_count(spark: Any, path: str) -> int:
+    """The data files of the Delta table at ``path`` in its latest snapshot this process knows
+    (after the job's own commit: the one it made); from its checksum when it has one."""
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    return int(log.unsafeVolatileSnapshot().numOfFiles())
+
+
+def too_many_files(files: int, limit: int) -> bool:
+    """Whether a table of ``files`` data files is compacted (``limit``: ``compact_max_files``; 0 never)."""
+    return limit > 0 and files > limit

@@ -47,6 +47,9 @@ class ApplyJobConfig:
     ``compact_deleted_share`` (with ``deletion_vectors``): the job runs ``OPTIMIZE`` on a table
     right after a MERGE that leaves at least this share of its stored rows marked deleted
     (``spark_jobs.compaction``; default 0.3, 0 = never: compact the tables yourself).
+    ``compact_max_files``: the job runs ``OPTIMIZE`` on a table after a MERGE leaves it with more
+    than this many data files (default 40, 0 = never): past 50 its MERGEs would be Delta's, which
+    replay the table's log every batch (``spark_jobs.compaction``).
     ``data_skipping_stats``: which columns Delta collects file statistics (min/max/null counts) on
     for the tables the job creates or writes: ``all`` (default: Delta's own, the first 32 columns;
     the job leaves ``delta.dataSkippingStatsColumns`` alone) or ``keys`` (the job sets that property
@@ -83,6 +86,7 @@ class ApplyJobConfig:
     deletion_vectors: bool = False
     data_skipping_stats: str = "all"
     compact_deleted_share: float = 0.3
+    compact_max_files: int = 40
     format: str = "auto"
     schema_registry_url: str | None = None
     schema_registry_user_info: str | None = None
@@ -125,6 +129,7 @@ ALIASES = {
     "clusterBy": "cluster_by",
     "deletionVectors": "deletion_vectors",
     "compactDeletedShare": "compact_deleted_share",
+    "compactMaxFiles": "compact_max_files",
     "dataSkippingStats": "data_skipping_stats",
     "basic.auth.user.info": "schema_registry_user_info",
     "schema.registry.basic.auth.user.info": "schema_registry_user_info",
@@ -216,6 +221,10 @@ def config_from_mapping(raw: dict[str, Any], origin: str = "<mapping>") -> Apply
     share = values.get("compact_deleted_share", 0.3)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
         msg = f"{origin}: 'compact_deleted_share' must be a number from 0 (never) to below 1, got {share!r}"
+        raise JobConfigError(msg)
+    limit = values.get("compact_max_files", 40)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        msg = f"{origin}: 'compact_max_files' must be a whole number of files, 0 (never) or more, got {limit!r}"
         raise JobConfigError(msg)
     if values.get("format", "auto") not in FORMATS:
         msg = f"{origin}: 'format' must be one of {list(FORMATS)}, got {values['format']!r}"

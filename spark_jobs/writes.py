@@ -49,6 +49,7 @@ class DeltaWriter:
         self._last_gc: dict[str, float] = {}
         self._ranges: dict[str, split.KeyRange | None] = {}  # per table: its keys lie inside
         self._compaction_due: set[str] = set()  # tables whose last MERGE left enough rows marked deleted
+        self._merged: set[str] = set()  # tables a MERGE of the current batch wrote (or found applied)
 
     def truncate(self, spark: Any, path: str, name: str, batch_id: int, horizon: tuple[int, int, int]) -> None:
         """Delete every stored row older than ``horizon`` (a truncate's ``_cdc_seq``)."""
@@ -203,9 +204,13 @@ class DeltaWriter:
         self._last_gc[tomb_path] = now
 
     def compact(self, spark: Any, path: str) -> bool:
-        """``OPTIMIZE`` ``path`` if its last MERGE made it due (``spark_jobs.compaction``); whether
-        it did. Call after the batch's MERGE, outside it: the batch is applied either way."""
-        if path not in self._compaction_due:
+        """``OPTIMIZE`` ``path`` if its last MERGE made it due or a MERGE of the batch left it with
+        more than ``compact_max_files`` files (``spark_jobs.compaction``; appends alone never: they
+        do not read the file list); whether it did. Call after the batch's writes, outside them:
+        the batch is applied either way."""
+        merged, self._merged = path in self._merged, self._merged - {path}
+        if path not in self._compaction_due and not (merged and compaction.too_many_files(
+                compaction.file_count(spark, path), self.cfg.compact_max_files)):
             return False
         compaction.compact(spark, path)
         self._compaction_due.discard(path)
@@ -225,6 +230,7 @@ class DeltaWriter:
         from delta.tables import DeltaTable
 
         app_id = self._app_id("merge", name)
+        self._merged.add(path)
         if self.cfg.deletion_vectors and not self._delta_merge:
             result = merge_with_deletion_vectors(
                 spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint)

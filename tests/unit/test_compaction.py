@@ -57,3 +57,15 @@ def test_compact_deleted_share_defaults_to_three_tenths_and_takes_numbers_from_0
     for bad in (1, 1.5, -0.1, "0.3", True):
         with pytest.raises(JobConfigError, match=r"'compact_deleted_share' must be a number from 0 \(never\)"):
             config_from_mapping({**BASE, "compact_deleted_share": bad})
+
+
+def test_compact_max_files_defaults_to_40_and_takes_whole_numbers_from_0() -> None:
+    from spark_jobs.compaction import too_many_files
+
+    assert config_from_mapping(BASE).compact_max_files == 40
+    assert config_from_mapping({**BASE, "compactMaxFiles": 0}).compact_max_files == 0
+    for bad in (-1, 2.5, "40", True):
+        with pytest.raises(JobConfigError, match=r"'compact_max_files' must be a whole number of files"):
+            config_from_mapping({**BASE, "compact_max_files": bad})
+    assert [too_many_files(n, 40) for n in (0, 40, 41)] == [False, False, True]
+    assert not too_many_files(10_000, 0)
