@@ -23,8 +23,7 @@ class BatchCache:
     """Checkpoints and caches of the current batch (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._rdds: list[Any] = []  # the JVM RDDs whose blocks hold local checkpoints
-        self._checkpointed: list[Any] = []  # the DataFrames of those checkpoints, in the same order
+        self._checkpoints: list[tuple[Any, Any]] = []  # (DataFrame, the JVM RDD whose blocks hold it)
         self._frames: list[Any] = []  # cached DataFrames
 
     def checkpoint(self, frame: Any, eager: bool) -> Any:
@@ -32,8 +31,7 @@ class BatchCache:
         checkpointed = frame.localCheckpoint(eager=eager)
         # Spark's Dataset.checkpoint wraps the checkpointed RDD in a LogicalRDD; unpersisting that
         # RDD drops the checkpoint's blocks.
-        self._rdds.append(checkpointed._jdf.queryExecution().analyzed().rdd())
-        self._checkpointed.append(checkpointed)
+        self._checkpoints.append((checkpointed, checkpointed._jdf.queryExecution().analyzed().rdd()))
         return checkpointed
 
     def persist(self, frame: Any) -> Any:
@@ -44,10 +42,10 @@ class BatchCache:
 
     def drop(self, frame: Any) -> None:
         """Release one DataFrame of :meth:`persist` or :meth:`checkpoint` now (non-blocking)."""
-        for i, kept in enumerate(self._checkpointed):
+        for i, (kept, rdd) in enumerate(self._checkpoints):
             if kept is frame:
-                self._rdds.pop(i).unpersist(False)
-                self._checkpointed.pop(i)
+                rdd.unpersist(False)
+                del self._checkpoints[i]
                 return
         frame.unpersist()
         self._frames = [f for f in self._frames if f is not frame]
@@ -55,14 +53,13 @@ class BatchCache:
     @property
     def held(self) -> int:
         """How many checkpoints and caches :meth:`release` would release."""
-        return len(self._rdds) + len(self._frames)
+        return len(self._checkpoints) + len(self._frames)
 
     def release(self) -> None:
         """Drop every checkpoint and cache taken since the last release (non-blocking). Safe to
         call again, and when nothing was taken."""
-        rdds, frames, self._rdds, self._frames = self._rdds, self._frames, [], []
-        self._checkpointed = []
-        for rdd in rdds:
+        checkpoints, frames, self._checkpoints, self._frames = self._checkpoints, self._frames, [], []
+        for _, rdd in checkpoints:
             rdd.unpersist(False)
         for frame in frames:
             frame.unpersist()
