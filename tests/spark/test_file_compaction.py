@@ -63,3 +63,27 @@ def test_compact_max_files_0_never_compacts(spark: Any, tmp_path: Path) -> None:
     path, counts = _apply_new_keys(spark, tmp_path, limit=0)
     assert counts[6] > 3, counts
     assert "OPTIMIZE" not in _operations(spark, path)
+
+
+
+def test_file_count_after_a_commit_comes_from_its_checksum_without_a_spark_job(spark: Any, tmp_path: Path) -> None:
+    """Every MERGE asks for the count: reconstructing the table's state for it cost ~0.5 s a batch
+    (a commit made outside the job stands for the job's own, whose count the job asks for itself)."""
+    columns = [Column("id", 0, "int8", optional=False, is_key=True), Column("v", 0, "text")]
+    table = SourceTable("count", "items", columns)
+    cfg = ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
+                         checkpoint_location=str(tmp_path / "cp"), subscribe=table.topic, compact_max_files=0)
+    applier = BatchApplier(cfg)
+    path = str(tmp_path / "delta" / "public" / "items")
+    for number, op in enumerate(["c", "u", "u"]):
+        records = [table.event(op, 100 + number, 1000 * number + i, after={"id": str(i), "v": op}) for i in range(10)]
+        applier(batch(spark, table.topic, records, 10 * number), number)
+    # a commit after the job's last look at the table: its state is not computed yet
+    spark.createDataFrame([(99, "x")], "id BIGINT, v STRING").write.format("delta").mode("append").save(path)
+    spark.sparkContext.setJobGroup("file-count", "file_count after the job's own commit")
+    try:
+        count = file_count(spark, path)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert list(spark.sparkContext.statusTracker().getJobIdsForGroup("file-count")) == []
+    assert count == len(spark.read.format("delta").load(path).inputFiles())
