@@ -294,7 +294,7 @@ class BatchApplier:
             latest = decode.newest_per_key(changes, keys)
             bounds = decode.key_bounds(stats, columns, keys)
             tomb_path = writer.tomb_path(path)
-            latest, tombs_exist = writer.drop_tombstoned(spark, latest, keys, tomb_path, bounds)
+            latest, tombs_exist = writer.drop_tombstoned(spark, latest, keys, tomb_path, bounds, (changes, stats.n))
             # Materialized once: the plan reads the tombstone table and the target, which the writes
             # below change; both the append and the MERGE read it.
             with self._phase("order_dedup"):

@@ -26,6 +26,7 @@ from spark_jobs.cow_merge import merge_by_rewrite
 from spark_jobs.dv_merge import Checkpoint, Outcome, merge_with_deletion_vectors
 from spark_jobs.job_config import ApplyJobConfig
 from spark_jobs.key_range import Bounds, range_sql
+from spark_jobs.merge_parts import BROADCAST_ROWS
 from spark_jobs.phases import PhaseClock
 from spark_jobs.side_write import SideWrite
 from spark_jobs.sqltext import sql_string
@@ -78,12 +79,17 @@ class DeltaWriter:
 
     def drop_tombstoned(
         self, spark: Any, latest: Any, keys: list[str], tomb_path: str, bounds: Bounds,
+        changes: tuple[Any, int] | None = None,
     ) -> tuple[Any, bool]:
         """Drop events older than the newest kept tombstone of their key. Returns the events and
         whether the tombstone table exists.
 
         The tombstone table is append-only (one row per applied delete, see
-        :meth:`write_tombstones`), so a key may have several: the newest one counts."""
+        :meth:`write_tombstones`), so a key may have several: the newest one counts. It keeps every
+        delete for ``tombstone_retention_hours``, so it grows with the stream. ``changes`` (the batch's
+        change events and their count) restricts it to the batch's keys, broadcast, before the
+        newest one per key is found, instead of aggregating every tombstone in the batch's key
+        range; a batch of more than :data:`BROADCAST_ROWS` events is not broadcast."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
@@ -97,6 +103,8 @@ class DeltaWriter:
         tombs = read_latest(spark, tomb_path)  # auto-compacted: its checksum lists its files
         if bounds:  # file skipping: only tombstones in the batch's key range can matter
             tombs = tombs.where(range_sql(None, bounds))
+        if changes is not None and changes[1] <= BROADCAST_ROWS:  # and of those only the batch's keys'
+            tombs = tombs.join(F.broadcast(changes[0].select(*key_cols)), on=keys, how="left_semi")
         tombs = tombs.groupBy(*key_cols).agg(F.max("_cdc_seq").alias("_tomb_seq"))
         # ">=": a delete replayed after its tombstone was written (crash between the two writes)
         # must still reach the target; an upsert never has exactly a tombstone's sequence.

@@ -106,3 +106,32 @@ def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path, delta_wri
     assert stored.count() == 600
     assert stored.select("id").distinct().count() == 600
     assert delta_writer_appends == []  # every append in the job's own transaction, compacted all the same
+
+
+def test_only_the_batch_keys_tombstones_are_aggregated(spark: Any, tmp_path: Path) -> None:
+    """With the batch's changes given, the tombstone table is cut to the batch's keys (a broadcast
+    semi-join) before the newest tombstone per key is found; the events kept are the same."""
+    from pyspark.sql import functions as F
+
+    writer = DeltaWriter(ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
+                                        checkpoint_location=str(tmp_path / "cp"), subscribe="x"),
+                         lambda _name: contextlib.nullcontext(), BatchCache().checkpoint)
+    tomb_path = str(tmp_path / "delta" / "_tombstones" / "public" / "probe")
+
+    def seq(commit: Any) -> Any:
+        return F.struct(commit.cast("bigint").alias("commit_lsn"), F.lit(1).cast("bigint").alias("lsn"),
+                        F.lit(0).cast("bigint").alias("kafka_offset")).alias("_cdc_seq")
+
+    spark.range(0, 1000).select(F.col("id"), seq(F.lit(100)), F.current_timestamp().alias("_deleted_at")).write.format(
+        "delta").save(tomb_path)
+    # key 5: older than its tombstone (dropped); 500: newer (kept); 5000: no tombstone (kept)
+    latest = spark.createDataFrame([(5, 50), (500, 200), (5000, 10)], "id BIGINT, commit BIGINT").select(
+        "id", seq(F.col("commit")))
+    pruned, exists = writer.drop_tombstoned(spark, latest, ["id"], tomb_path, None, (latest, 3))
+    whole, _ = writer.drop_tombstoned(spark, latest, ["id"], tomb_path, None)
+    assert exists
+    assert sorted(r.id for r in pruned.collect()) == sorted(r.id for r in whole.collect()) == [500, 5000]
+    assert "LeftSemi" in pruned._jdf.queryExecution().optimizedPlan().toString()
+    assert "LeftSemi" not in whole._jdf.queryExecution().optimizedPlan().toString()
+    too_many, _ = writer.drop_tombstoned(spark, latest, ["id"], tomb_path, None, (latest, 10_000_000))
+    assert "LeftSemi" not in too_many._jdf.queryExecution().optimizedPlan().toString()
