@@ -80,12 +80,24 @@ def compact(spark: Any, path: str) -> None:
 def file_count(spark: Any, path: str) -> int:
     """The data files of the Delta table at ``path`` in its latest snapshot this process knows
     (after the job's own commit: the one it made); from its checksum when it has one."""
-    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
-    snapshot = log.unsafeVolatileSnapshot()
+    snapshot, checksum = _latest_checksum(spark, path)
     # numOfFiles() (and numOfFilesIfKnown(), which may defer to it) reconstructs the state: a Spark
     # job, ~0.5 s a batch
-    checksum = snapshot.checksumOpt()
     return int(checksum.get().numFiles() if checksum.isDefined() else snapshot.numOfFiles())
+
+
+def stored_bytes(spark: Any, path: str) -> int | None:
+    """The bytes of the data files of the Delta table at ``path`` in its latest snapshot this
+    process knows, from its checksum; None when it has none (no Spark job either way)."""
+    _, checksum = _latest_checksum(spark, path)
+    return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
+
+
+def _latest_checksum(spark: Any, path: str) -> tuple[Any, Any]:
+    """The latest snapshot of ``path`` this process knows and its checksum (a Scala ``Option``)."""
+    log = spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    snapshot = log.unsafeVolatileSnapshot()
+    return snapshot, snapshot.checksumOpt()
 
 
 def too_many_files(files: int, limit: int) -> bool:

@@ -89,7 +89,7 @@ class DeltaWriter:
         delete for ``tombstone_retention_hours``, so it grows with the stream. ``changes`` (the batch's
         change events and their count) restricts it to the batch's keys, broadcast, before the
         newest one per key is found, instead of aggregating every tombstone in the batch's key
-        range; a batch of more than :data:`BROADCAST_ROWS` events is not broadcast."""
+        range, when the table is large enough for that to pay (:func:`_prune_tombstones`)."""
         from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
@@ -103,7 +103,7 @@ class DeltaWriter:
         tombs = read_latest(spark, tomb_path)  # auto-compacted: its checksum lists its files
         if bounds:  # file skipping: only tombstones in the batch's key range can matter
             tombs = tombs.where(range_sql(None, bounds))
-        if changes is not None and changes[1] <= BROADCAST_ROWS:  # and of those only the batch's keys'
+        if changes is not None and _prune_tombstones(spark, tomb_path, changes[1]):  # only the batch's keys'
             tombs = tombs.join(F.broadcast(changes[0].select(*key_cols)), on=keys, how="left_semi")
         tombs = tombs.groupBy(*key_cols).agg(F.max("_cdc_seq").alias("_tomb_seq"))
         # ">=": a delete replayed after its tombstone was written (crash between the two writes)
@@ -309,3 +309,20 @@ def _older_than(seq: tuple[int, int, int]) -> Any:
     from pyspark.sql import functions as F
 
     return F.col("_cdc_seq") < seq_literal(seq)
+
+
+PRUNE_TOMBSTONE_BYTES_PER_EVENT = 200
+"""Tombstones are pruned by the batch's keys once their table holds this many bytes per event
+of the batch (dev measurements, 50,000-event batches: a table of 10,000 tombstones, ~0.1 MB,
+took ~0.1 s longer pruned, for the broadcast; ~1 M, ~8 MB, about as long; ~3 M, ~24 MB, ~0.2 s
+shorter)."""
+
+
+def _prune_tombstones(spark: Any, tomb_path: str, events: int) -> bool:
+    """Whether to prune the tombstone table at ``tomb_path`` by the keys of a batch of ``events``
+    change events: a batch small enough to broadcast (:data:`BROADCAST_ROWS`) against a table
+    of at least :data:`PRUNE_TOMBSTONE_BYTES_PER_EVENT` bytes per event (its size unknown: yes)."""
+    if events > BROADCAST_ROWS:
+        return False
+    size = compaction.stored_bytes(spark, tomb_path)
+    return size is None or size >= PRUNE_TOMBSTONE_BYTES_PER_EVENT * events

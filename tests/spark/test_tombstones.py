@@ -110,7 +110,8 @@ def test_appended_tombstones_are_compacted(spark: Any, tmp_path: Path, delta_wri
 
 def test_only_the_batch_keys_tombstones_are_aggregated(spark: Any, tmp_path: Path) -> None:
     """With the batch's changes given, the tombstone table is cut to the batch's keys (a broadcast
-    semi-join) before the newest tombstone per key is found; the events kept are the same."""
+    semi-join) before the newest tombstone per key is found, when the table is large for the batch;
+    the events kept are the same."""
     from pyspark.sql import functions as F
 
     writer = DeltaWriter(ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(tmp_path / "delta"),
@@ -135,3 +136,7 @@ def test_only_the_batch_keys_tombstones_are_aggregated(spark: Any, tmp_path: Pat
     assert "LeftSemi" not in whole._jdf.queryExecution().optimizedPlan().toString()
     too_many, _ = writer.drop_tombstoned(spark, latest, ["id"], tomb_path, None, (latest, 10_000_000))
     assert "LeftSemi" not in too_many._jdf.queryExecution().optimizedPlan().toString()
+    # 1,000 tombstones (a few kB) against a batch of 100,000 events: the broadcast would cost more
+    small_table, _ = writer.drop_tombstoned(spark, latest, ["id"], tomb_path, None, (latest, 100_000))
+    assert "LeftSemi" not in small_table._jdf.queryExecution().optimizedPlan().toString()
+    assert sorted(r.id for r in small_table.collect()) == [500, 5000]
