@@ -151,19 +151,24 @@ def files_dataframe(spark: Any, merge: OpenMerge, files: Any) -> Any:
 
 def stored_join(
     spark: Any, merge: OpenMerge, target: Any, source: Any, n_source: int, keys: list[str],
-    bounds: Bounds | None, checkpoint: Checkpoint, row_index: bool = True,
+    bounds: Bounds | None, checkpoint: Checkpoint, row_index: bool = True, narrow: bool = False,
 ) -> Any:
     """The target rows (``target``, within ``bounds``) whose key is in ``source``, joined
     with their source row, materialized: the stored columns prefixed :data:`STORED`, each row's
     file (:data:`FILE`) and, with ``row_index`` (Delta gives it for tables with deletion vectors
-    on), its row index (:data:`ROW`), then the source's columns."""
+    on), its row index (:data:`ROW`), then the source's columns. ``narrow``: of the stored
+    columns and the source's only the keys and ``_cdc_seq`` (and the source's ``_cdc_op``): enough
+    for :func:`replaced_counts` and the keys held, and Parquet reads the other columns not at all."""
     from pyspark.sql import functions as F
 
     if bounds:
         target = target.where(range_sql(None, bounds))
-    scan = target.select(*[F.col(quote(c)).alias(STORED + c) for c in target.columns],
+    read = [*keys, "_cdc_seq"] if narrow else target.columns
+    scan = target.select(*[F.col(quote(c)).alias(STORED + c) for c in read],
                          F.col("_metadata.file_path").alias(FILE),
                          *([F.col("_metadata.row_index").alias(ROW)] if row_index else []))
+    if narrow:
+        source = source.select(*[quote(k) for k in keys], "_cdc_seq", "_cdc_op")
     right = F.broadcast(source) if n_source <= BROADCAST_ROWS else source
     return checkpoint(scan.join(right, same_key(keys), "inner"), True)
 
@@ -219,28 +224,50 @@ def clause_rows(
     column the batch does not have; inserted rows get null for those."""
     from pyspark.sql import functions as F
 
+    updated = update_clause(stored, types, columns, meta)
+    newer = newer_rows(matched)
+    post = newer.where(F.col("_cdc_op") != "d").select(*[updated[c].alias(c) for c in stored])
+    pre = newer.select(*[F.col(STORED + c).alias(c) for c in stored], F.when(
+        F.col("_cdc_op") == "d", F.lit("delete")).otherwise(F.lit("update_preimage")).alias(CHANGE_TYPE))
+    return ClauseRows(post, pre, inserted_rows(source, matched, stored, types, columns, keys, meta))
+
+
+def update_clause(
+    stored: list[str], types: dict[str, Any], columns: list[ColumnSpec], meta: tuple[str, ...],
+) -> dict[str, Any]:
+    """The MERGE's update clause: each stored column's new value (unaliased, cast to ``types``) in
+    a row of a stored row (columns prefixed :data:`STORED`) and its source event (``columns`` and
+    ``meta``): the event's value, but the stored one for an unchanged-TOAST column and for a
+    stored column the batch does not have."""
+    from pyspark.sql import functions as F
+
     given = {c.name for c in columns} | set(meta)
     toast = {c.name for c in columns if c.toast_test}
 
-    def updated(c: str) -> Any:  # the MERGE's update clause
+    def updated(c: str) -> Any:
         if c in toast:
             kept = F.array_contains(F.col("_cdc_unchanged"), c)
             value = F.when(kept, F.col(STORED + c)).otherwise(F.col(quote(c)))
         else:
             value = F.col(quote(c)) if c in given else F.col(STORED + c)
-        return value.cast(types[c]).alias(c)
+        return value.cast(types[c])
 
-    def inserted_value(c: str) -> Any:  # the MERGE's insert clause
-        return (F.col(quote(c)) if c in given else F.lit(None)).cast(types[c]).alias(c)
+    return {c: updated(c) for c in stored}
 
-    newer = newer_rows(matched)
-    post = newer.where(F.col("_cdc_op") != "d").select(*[updated(c) for c in stored])
-    pre = newer.select(*[F.col(STORED + c).alias(c) for c in stored], F.when(
-        F.col("_cdc_op") == "d", F.lit("delete")).otherwise(F.lit("update_preimage")).alias(CHANGE_TYPE))
+
+def inserted_rows(
+    source: Any, matched: Any, stored: list[str], types: dict[str, Any], columns: list[ColumnSpec], keys: list[str],
+    meta: tuple[str, ...],
+) -> Any:
+    """The MERGE's insert clause: the events of ``source`` whose key ``matched``
+    (:func:`stored_join`, narrow or not) does not hold, deletes left out, in the target's columns
+    ``stored`` of ``types`` (null for a column the batch does not have)."""
+    from pyspark.sql import functions as F
+
+    given = {c.name for c in columns} | set(meta)
     held = matched.select(*[F.col(STORED + k) for k in keys])
-    inserted = source.join(held, same_key(keys), "left_anti").where(F.col("_cdc_op") != "d").select(
-        *[inserted_value(c) for c in stored])
-    return ClauseRows(post, pre, inserted)
+    return source.join(held, same_key(keys), "left_anti").where(F.col("_cdc_op") != "d").select(
+        *[(F.col(quote(c)) if c in given else F.lit(None)).cast(types[c]).alias(c) for c in stored])
 
 
 def replaced_counts(matched: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from spark_jobs import cow_merge
 from spark_jobs.batch_cache import BatchCache
 from spark_jobs.cow_merge import merge_by_rewrite
 from spark_jobs.key_range import Bounds
@@ -48,7 +49,17 @@ def _last(spark: Any, path: str) -> Any:
     return spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()
 
 
-def test_the_rewrite_merge_commits_what_deltas_merge_commits(spark: Any, tmp_path: Path) -> None:
+@pytest.fixture(params=["one read", "batch not broadcast"])
+def road(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both roads of the rewrite: the touched files read once, joined with the broadcast batch,
+    and (a batch over ``BROADCAST_ROWS``) the stored rows matched kept whole, the touched files
+    read again for the copied rows."""
+    if request.param == "batch not broadcast":
+        monkeypatch.setattr(cow_merge, "BROADCAST_ROWS", 0)
+    return str(request.param)
+
+
+def test_the_rewrite_merge_commits_what_deltas_merge_commits(spark: Any, tmp_path: Path, road: str) -> None:
     ours, theirs = (make_table(spark, tmp_path / name, deletion_vectors=False) for name in ("ours", "delta"))
     assert _merge(spark, ours).outcome is Outcome.MERGED
     reference = make_writer(tmp_path, False, delta_merge=True)
@@ -65,7 +76,9 @@ def test_the_rewrite_merge_commits_what_deltas_merge_commits(spark: Any, tmp_pat
     assert not any(f.get("deletionVector") for f in live_files(ours))
 
 
-def test_a_table_without_change_data_feed_gets_the_same_rows_and_no_change_files(spark: Any, tmp_path: Path) -> None:
+def test_a_table_without_change_data_feed_gets_the_same_rows_and_no_change_files(
+    spark: Any, tmp_path: Path, road: str,
+) -> None:
     path = make_table(spark, tmp_path / "plain", deletion_vectors=False, feed=False)
     assert _merge(spark, path).outcome is Outcome.MERGED
     rows = {tuple(r) for r in spark.read.format("delta").load(path).select("region", "id", "name", "note").collect()}
@@ -75,7 +88,7 @@ def test_a_table_without_change_data_feed_gets_the_same_rows_and_no_change_files
 
 
 def test_only_files_holding_replaced_rows_are_rewritten_and_rows_outside_the_range_are_copied(
-    spark: Any, tmp_path: Path,
+    spark: Any, tmp_path: Path, road: str,
 ) -> None:
     """A second file the batch's newer events do not reach stays as it is (outside the batch's key
     range: not even opened); the touched file's rows outside the range (not scanned for matches)
