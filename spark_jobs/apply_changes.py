@@ -310,7 +310,8 @@ class BatchApplier:
                                                 tomb_path, name, batch_id, tombs_exist, self._clock)
             if fold_appends(counts.append, counts.merge, counts.append_reads):  # one commit: the MERGE inserts them
                 with self._phase("merge"):
-                    writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds)
+                    writer.merge(spark, tagged, columns, keys, path, name, batch_id, bounds,
+                                 counts.append + counts.merge)
             else:
                 if counts.append:
                     with self._phase("append"):
@@ -319,7 +320,7 @@ class BatchApplier:
                 if counts.merge:
                     with self._phase("merge"):
                         writer.merge(spark, tagged.where(F.col("_dest") == "merge"), columns, keys, path, name,
-                                     batch_id, bounds)
+                                     batch_id, bounds, counts.merge)
             if side is not None:
                 with self._phase("tombstones"):
                     side.wait()

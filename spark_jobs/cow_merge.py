@@ -75,13 +75,14 @@ of the scan."""
 
 def merge_by_rewrite(
     spark: Any, source: Any, columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], path: str,
-    app_id: str, batch_id: int, bounds: Bounds | None, checkpoint: Checkpoint,
+    app_id: str, batch_id: int, bounds: Bounds | None, checkpoint: Checkpoint, source_rows: int | None = None,
 ) -> MergeResult:
     """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
     into the Delta table at ``path`` as the module docstring says. ``bounds``: the key range every
     source key lies in (``spark_jobs.key_range``: the files outside it are not read), or None.
     Writes nothing when the table already holds ``batch_id`` for ``app_id`` (``ALREADY_APPLIED``)
-    or when it declines (``NOT_TAKEN``)."""
+    or when it declines (``NOT_TAKEN``). ``source_rows``: ``source``'s row count if the caller knows it
+    (else counted here: a Spark job)."""
     from pyspark.sql import functions as F
 
     merge = open_merge(spark, path, app_id, batch_id, True)
@@ -93,7 +94,7 @@ def merge_by_rewrite(
     target = files_dataframe(spark, merge, files)
     stored = list(target.columns)
     types = {f.name: f.dataType for f in target.schema.fields}
-    n_source = source.count()
+    n_source = source.count() if source_rows is None else source_rows
     one_read = n_source <= BROADCAST_ROWS
     matched = stored_join(spark, merge, target, source, n_source, keys, bounds, checkpoint, False, narrow=one_read)
     counts = replaced_counts(matched)

@@ -65,6 +65,7 @@ STATS_PARALLELISM = 8
 def merge_with_deletion_vectors(
     spark: Any, source: Any, columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], path: str,
     app_id: str, batch_id: int, bounds: Bounds | None, checkpoint: Checkpoint, use_checksum: bool = True,
+    source_rows: int | None = None,
 ) -> MergeResult:
     """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
     into the Delta table at ``path`` as the module docstring says. ``bounds``: the key range every
@@ -72,7 +73,8 @@ def merge_with_deletion_vectors(
     when the table already holds ``batch_id`` for ``app_id``, or when its deletion vectors are not
     on (``delta.enableDeletionVectors``: Spark then gives no row indexes; the caller MERGEs).
     ``use_checksum``: take the table's files and write ids from its checksum file where it lists
-    them (``spark_jobs.checksum_listing``); False always reads them from the table's state."""
+    them (``spark_jobs.checksum_listing``); False always reads them from the table's state.
+    ``source_rows``: ``source``'s row count if the caller knows it (else counted here: a Spark job)."""
     from pyspark.sql import functions as F
 
     jvm, jspark = spark._jvm, spark._jsparkSession
@@ -91,7 +93,7 @@ def merge_with_deletion_vectors(
         target = spark.read.format("delta").option("versionAsOf", str(txn.readVersion())).load(path)
     stored = list(target.columns)
     types = {f.name: f.dataType for f in target.schema.fields}
-    n_source = source.count()
+    n_source = source.count() if source_rows is None else source_rows
     matched = stored_join(spark, merge, target, source, n_source, keys, bounds, checkpoint)
     counts = replaced_counts(matched)
     scanned = time.monotonic()

@@ -226,29 +226,32 @@ class DeltaWriter:
 
     def merge(
         self, spark: Any, latest: Any, columns: list[ColumnSpec], keys: list[str], path: str, name: str, batch_id: int,
-        bounds: Bounds,
+        bounds: Bounds, source_rows: int | None = None,
     ) -> None:
-        """The sequence-guarded MERGE. ``bounds`` (the batch's key range) in the condition lets
-        Delta skip the files whose key statistics lie outside it: they cannot match. The job writes
-        it itself where it can, in a transaction that reads the table's files from its checksum:
-        with ``deletion_vectors`` (and the table's deletion vectors on) from one join
-        (``spark_jobs.dv_merge``; the table is due for :meth:`compact` when that leaves
-        ``compact_deleted_share`` of its rows marked deleted), else by rewriting the touched files
-        (``spark_jobs.cow_merge``). Where those decline, it is Delta's MERGE."""
+        """The sequence-guarded MERGE of ``latest`` (of ``source_rows`` rows, if known). ``bounds`` (the
+        batch's key range) in the condition lets Delta skip the files whose key statistics lie
+        outside it: they cannot match. The job writes it itself where it can, in a transaction that
+        reads the table's files from its checksum: with ``deletion_vectors`` (and the table's
+        deletion vectors on) from one join (``spark_jobs.dv_merge``; the table is due for
+        :meth:`compact` when that leaves ``compact_deleted_share`` of its rows marked deleted), else
+        by rewriting the touched files (``spark_jobs.cow_merge``). Where those decline, it is
+        Delta's MERGE."""
         from delta.tables import DeltaTable
 
         app_id = self._app_id("merge", name)
         self._merged.add(path)
         if self.cfg.deletion_vectors and not self._delta_merge:
             result = merge_with_deletion_vectors(
-                spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint)
+                spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint,
+                source_rows=source_rows)
             if compaction.due(result.deleted_share, self.cfg.compact_deleted_share):
                 self._compaction_due.add(path)
             if result.outcome is not Outcome.NOT_ENABLED:
                 return
         if not self._delta_merge:
             result = merge_by_rewrite(
-                spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint)
+                spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint,
+                source_rows)
             if result.outcome is not Outcome.NOT_TAKEN:
                 return
 

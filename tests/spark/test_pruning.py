@@ -43,6 +43,12 @@ def test_merge_and_tombstones_skip_the_files_outside_the_batch_key_range(spark: 
               table.event("d", 300, 3001, before={"id": "10008", "v": "high"}),
               table.event("c", 300, 3002, after={"id": "10051", "v": "added"})]
     applier(batch(spark, table.topic, update, 100), 2)
+    # one MERGE of all three (the new key folded in), its source's size as the batch counted it
+    merge = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()
+    assert merge.operation == "MERGE"
+    assert {k: int(merge.operationMetrics[k]) for k in ("numSourceRows", "numTargetRowsInserted",
+                                                         "numTargetRowsUpdated", "numTargetRowsDeleted")} == {
+        "numSourceRows": 3, "numTargetRowsInserted": 1, "numTargetRowsUpdated": 1, "numTargetRowsDeleted": 1}
 
     def high_rows() -> dict[int, str]:
         return {r.id: r.v for r in spark.read.format("delta").load(str(path)).where("id > 10000").collect()}
