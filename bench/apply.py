@@ -116,7 +116,8 @@ PHASE_NOTES = {
     "append": "a large batch: the plain Delta append of the rows whose keys are provably new",
     "merge": "a large batch: the target table's MERGE of the other rows, all of it",
     "tombstone_gc": "a large batch: removing expired tombstones",
-    "compaction": "a large batch: OPTIMIZE of a deletion-vector table a MERGE left compact_deleted_share deleted",
+    "compaction": ("a large batch: the table's file count after its MERGE, and OPTIMIZE of a table a MERGE left "
+                   "with more than compact_max_files files or (deletion vectors) compact_deleted_share deleted"),
     "other": "a large batch: time outside the phases above",
     "total": "a large batch, wall time",
     "spark_jobs": "Spark jobs a large batch ran (status tracker, by job tag)",
