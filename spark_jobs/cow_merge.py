@@ -168,7 +168,10 @@ def _touched_rewritten(
     rows = files_dataframe(spark, merge, scala_seq(spark, touched))
     joined = rows.select(*[F.col(quote(c)).alias(STORED + c) for c in stored]).join(
         F.broadcast(source), same_key(keys), "left")
-    replaced = F.col("_cdc_op").isNotNull() & (F.col("_cdc_seq") > F.col(STORED + "_cdc_seq"))
+    # never null (a stored row without _cdc_seq is not replaced, as in Delta's MERGE): a null here
+    # would drop the row from the data and give it a preimage
+    replaced = F.coalesce(F.col("_cdc_op").isNotNull() & (F.col("_cdc_seq") > F.col(STORED + "_cdc_seq")),
+                          F.lit(False))
     deleted = F.col("_cdc_op") == "d"
     updated = update_clause(stored, types, columns, meta)
     after = [F.when(replaced, updated[c]).otherwise(F.col(STORED + c)).alias(c) for c in stored]

@@ -76,6 +76,41 @@ def test_the_rewrite_merge_commits_what_deltas_merge_commits(spark: Any, tmp_pat
     assert not any(f.get("deletionVector") for f in live_files(ours))
 
 
+@pytest.mark.parametrize("feed", [True, False])
+def test_a_stored_row_without_a_sequence_is_kept_as_deltas_merge_keeps_it(
+    spark: Any, tmp_path: Path, road: str, feed: bool,
+) -> None:
+    """A row written outside the job (no ``_cdc_seq``) is never "older" than an event: Delta's MERGE
+    neither updates nor deletes it, and no feed row names it."""
+    from pyspark.sql import functions as F
+
+    def stored_without_sequence(name: str) -> str:
+        path = make_table(spark, tmp_path / name, deletion_vectors=False, feed=feed)
+        # in one file with a row the batch replaces: the file is rewritten
+        spark.createDataFrame([("eu", 9, "outside", "n9", None, "c", 0), ("eu", 8, "h", "n8", seq(10), "c", 0)],
+                              DDL).coalesce(1).write.format("delta").mode("append").save(path)
+        return path
+
+    ours, theirs = stored_without_sequence("ours"), stored_without_sequence("delta")
+    events = [("eu", 9, None, None, seq(99), "d", 1, []), ("eu", 8, "h2", "n", seq(99), "u", 1, [])]
+    batch = spark.createDataFrame(events, SOURCE_DDL).localCheckpoint(eager=True)
+    assert _merge(spark, ours, source=batch).outcome is Outcome.MERGED
+    reference = make_writer(tmp_path, False, delta_merge=True)
+    reference.merge(spark, batch, COLUMNS, KEYS, theirs, "public.t", 7, [])
+    reference.clear_txn(spark)
+
+    def state(path: str) -> tuple[set[Any], set[Any]]:
+        rows = {tuple(r) for r in spark.read.format("delta").load(path).select("region", "id", "name").collect()}
+        if not feed:
+            return rows, set()
+        changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 3).load(path)
+        return rows, {tuple(r) for r in changes.where(F.col("id") == 9).select("_change_type", "id").collect()}
+
+    assert state(ours) == state(theirs)
+    assert ("eu", 9, "outside") in state(ours)[0] and ("eu", 8, "h2") in state(ours)[0]
+    assert state(ours)[1] == set()
+
+
 def test_a_table_without_change_data_feed_gets_the_same_rows_and_no_change_files(
     spark: Any, tmp_path: Path, road: str,
 ) -> None:
