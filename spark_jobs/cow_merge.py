@@ -108,12 +108,14 @@ def merge_by_rewrite(
     small_parts = max(1, -(-n_source // SMALL_ROWS_PER_FILE))
     if one_read:
         feed = feed_enabled(spark, merge)
-        out = _inserted_written(inserted_rows(source, matched, stored, types, columns, keys, meta), feed, small_parts)
+        inserted = inserted_rows(source, matched, stored, types, columns, keys, meta)
+        out = _inserted_written(inserted, feed, small_parts)
         if touched:
             out = _touched_rewritten(spark, merge, touched, source, stored, types, columns, keys, meta,
                                      feed).unionByName(out)
     else:
         rows = clause_rows(source, matched, stored, types, columns, keys, meta)
+        inserted = rows.inserted
         out = rows.written(spark, merge, small_parts)
         if touched:
             copied = _copied_rows(spark, merge, touched, newer_rows(matched), keys).select(*[quote(c) for c in stored])
@@ -129,8 +131,7 @@ def merge_by_rewrite(
     replaced = counts.updated + counts.deleted
     live = [f.numLogicalRecords() for f in touched]
     n_copied = sum(int(n.get()) for n in live) - replaced if all(n.isDefined() for n in live) else None
-    n_inserted = (inserted_rows(source, matched, stored, types, columns, keys, meta).count() if n_copied is None
-                  else rows_out - counts.updated - n_copied)
+    n_inserted = inserted.count() if n_copied is None else rows_out - counts.updated - n_copied
     commit_merge(spark, merge, [*removed, *written_files], {
         "numSourceRows": n_source, "operationNumSourceRows": n_source,
         "numTargetRowsUpdated": counts.updated, "numTargetRowsMatchedUpdated": counts.updated,
