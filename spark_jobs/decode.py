@@ -35,6 +35,7 @@ from spark_jobs.connect_schema import (
 from spark_jobs.frame import POSITION, SchemaCache, SchemaKey
 from spark_jobs.json_parse import parse_json
 from spark_jobs.sqltext import sql_string
+from spark_jobs.undecodable import PAYLOAD, ROW, SUSPECT, Check, may_fail, suspect, with_reasons
 
 PAYLOAD_DDL = (
     "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING, file: STRING, pos: BIGINT, "
@@ -212,7 +213,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         F.when(op == "d", payload["before"]).otherwise(payload["after"]).alias("_row"),
     )
     mine = {c.name: c for c in group.columns}
-    values, unchanged, bad = [], [], []
+    values, unchanged, checks = [], [], []
     for target in columns:
         spec = mine.get(target.name)
         if spec is None:
@@ -229,18 +230,8 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         values.append(value.alias(target.name))
         if spec.toast_test:
             unchanged.append(F.when(is_placeholder, F.lit(spec.name)))
-        if not _may_fail(spec, target):
-            continue
-        suspect = ~is_placeholder & value.isNull()
-        if spec.converted and spec.raw_ddl.startswith("ARRAY"):
-            suspect = suspect | (raw.isNotNull() & (
-                F.size(F.filter(value, lambda x: x.isNull())) != F.size(F.filter(raw, lambda x: x.isNull()))
-            ))
-        text = _avro_text_of(raw, spec) if group.avro else _row_text_of(spec.name)  # only for suspect rows
-        bad.append(F.when(suspect, F.when(text.isNotNull(), F.concat(
-            F.lit(f"undecodable value of column {spec.name!r} ({spec.raw_ddl} → {target.target_ddl}): "),
-            F.substring(text, 1, 200),
-        ))))
+        if may_fail(spec, target):
+            checks.append(Check(spec, target, suspect(spec, raw, value, is_placeholder)))
     row_op = F.col("_cdc_op") != "t"
     undecodable = f"undecodable Avro record (writer schema id {group.schema_hash})"
     before_values = F.coalesce(
@@ -254,11 +245,16 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         F.when(row_op & F.col("key_str").isNull(), F.lit("no key")),
     )
     unchanged_col = F.array_compact(F.array(*unchanged)) if unchanged else F.array().cast("array<string>")
+    kept = [*POSITION, *[t.name for t in columns], "_cdc_op", "_cdc_ts_ms", "_cdc_seq", "_cdc_unchanged", "_pre",
+            *([*flag, "key_str"] if every else [])]
     staged = base.select(
         *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
-        before_values.alias("_pre"), (F.coalesce(*bad) if bad else F.lit(None).cast("string")).alias("_bad"),
+        before_values.alias("_pre"), *[c.suspect.alias(f"{SUSPECT}{i}") for i, c in enumerate(checks)],
+        *([F.col("_row").alias(ROW)] if checks else []),
+        *([F.col("_payload").alias(PAYLOAD)] if checks and not group.avro else []),
         *([*flag, "key_str"] if every else []),
     )
+    staged = with_reasons(staged, checks, group.avro, kept)
     key_null = F.lit(False)
     for k in keys:
         key_null = key_null | F.col(quote(k)).isNull()
@@ -267,12 +263,6 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         F.col("_bad"),
     )
     return staged.withColumn("_reason", reason).drop("_pre", "_bad")
-
-
-def _may_fail(spec: ColumnSpec, target: ColumnSpec) -> bool:
-    """Whether a value of ``spec`` present in a record can fail to decode: any conversion or
-    non-text parse can; a text column stored as text cannot."""
-    return spec.converted or spec.raw_ddl != "STRING" or target.target_ddl != "STRING"
 
 
 def _from_avro(group: Group) -> Any:
@@ -291,25 +281,6 @@ def _small_ints(node: dict[str, Any]) -> bool:
         return True
     inner = [node.get("items"), node.get("values"), *(node.get("fields") or [])]
     return any(isinstance(n, dict) and _small_ints(n) for n in inner)
-
-
-def _avro_text_of(raw: Any, spec: ColumnSpec) -> Any:
-    """The text of an Avro-decoded value, for a dead letter's reason (JSON but for plain strings)."""
-    from pyspark.sql import functions as F
-
-    if spec.raw_ddl == "STRING":
-        return raw
-    wrapped = F.to_json(F.struct(raw.alias("v")))  # {"v":<value>}
-    return F.when(raw.isNotNull(), F.regexp_extract(wrapped, r'^\{"v":(.*)\}$', 1))
-
-
-def _row_text_of(name: str) -> Any:
-    """The JSON text of column ``name`` in the record's row image (null: absent or JSON null)."""
-    from pyspark.sql import functions as F
-
-    texts = parse_json("_payload", PAYLOAD_DDL)
-    image = F.when(F.col("_cdc_op") == "d", texts["before"]).otherwise(texts["after"])
-    return F.from_json(image, "MAP<STRING, STRING>")[name]
 
 
 def fill_unchanged(changes: Any, columns: list[ColumnSpec], keys: list[str]) -> Any:
