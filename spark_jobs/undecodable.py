@@ -65,8 +65,9 @@ def suspect(spec: ColumnSpec, raw: Any, value: Any, is_placeholder: Any) -> Any:
 def with_reasons(staged: Any, checks: list[Check], avro: bool, kept: list[str]) -> Any:
     """``staged``'s ``kept`` columns and ``_bad``: the reason naming the first checked column whose
     value the record carries but did not decode (null: none). ``staged`` holds each check's flag
-    as :data:`SUSPECT` ``<i>``, the row image as parsed (:data:`ROW`) and, for JSON records, the
-    payload text (:data:`PAYLOAD`) and ``_cdc_op``. Lazy."""
+    as :data:`SUSPECT` ``<i>``, ``_cdc_op``, and what the reasons quote: the row image as parsed
+    (:data:`ROW`) for Avro records and JSON columns parsed as text, the payload text
+    (:data:`PAYLOAD`) for other JSON columns. Lazy."""
     from pyspark.sql import functions as F
 
     if not checks:
