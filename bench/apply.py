@@ -137,15 +137,30 @@ CPU_NOTES = {
 """What each ``apply.jvm_cpu_s_per_batch.<group>`` figure measures (``bench.spark_worker.THREAD_GROUPS``)."""
 
 
+MACHINE_NOTES = {
+    "busy_pct": "a large batch: the share of the machine's CPU time (every core, every process: the Spark JVM, "
+                "the broker, the registry, the bench itself) that was busy, from /proc/stat; near 100 the "
+                "batch is bound by this machine's cores",
+    "outside_jvm": "a large batch: busy CPU seconds of the machine outside the Spark JVM (the broker serving "
+                     "the batch, the bench's Python driver, other services)",
+}
+"""What the ``apply.machine_busy_pct`` and ``apply.machine_cpu_s_per_batch.<what>`` figures measure."""
+
+
 def _phase_figures(tput: list[dict[str, float]]) -> dict[str, Figure]:
-    """``phase_ms.<phase>``, ``spark_<jobs|stages|tasks>_per_batch`` and ``jvm_cpu_s_per_batch.<group>``
-    of the large batches."""
+    """``phase_ms.<phase>``, ``spark_<jobs|stages|tasks>_per_batch``, ``jvm_cpu_s_per_batch.<group>``,
+    ``machine_busy_pct`` and ``machine_cpu_s_per_batch.outside_jvm`` of the large batches."""
     out: dict[str, Figure] = {}
     for key in dict.fromkeys(k for row in tput for k in row if k.startswith("phase:")):
         name = key.removeprefix("phase:")
         values = [row.get(key, math.nan) for row in tput]
         note = PHASE_NOTES.get(name) or PHASE_NOTES.get(name.split(".")[0], "") + " (Delta's metrics)"
-        if name.startswith("cpu."):
+        if name.startswith("machine."):
+            figure = name.removeprefix("machine.")
+            unit, digits = ("%", 0) if figure == "busy_pct" else ("CPU s", 2)
+            key = "machine_busy_pct" if figure == "busy_pct" else f"machine_cpu_s_per_batch.{figure}"
+            out[key] = summarize(values, unit, digits=digits, note=MACHINE_NOTES.get(figure, ""))
+        elif name.startswith("cpu."):
             group = name.removeprefix("cpu.")
             out[f"jvm_cpu_s_per_batch.{group}"] = summarize(values, "CPU s", digits=2, note=CPU_NOTES.get(group, ""))
         elif name.startswith("spark_"):
@@ -407,6 +422,12 @@ def batch_phases(report: dict[str, Any]) -> dict[str, float]:
         out[f"spark_{what}"] = float(sum(p.get(what, 0) for p in spark.values()))
     for group, seconds in (report.get("jvm_cpu_s") or {}).items():
         out[f"cpu.{group}"] = float(seconds)
+    machine = report.get("machine_cpu_s") or {}
+    capacity = float(machine.get("busy", 0.0)) + float(machine.get("idle", 0.0))
+    if capacity > 0:
+        out["machine.busy_pct"] = 100.0 * float(machine["busy"]) / capacity
+        if "cpu.all" in out:
+            out["machine.outside_jvm"] = max(float(machine["busy"]) - out["cpu.all"], 0.0)
     for phase, table in (("merge", "target"), ("tombstones", "tombstones")):
         merges = [c["metrics"] for c in (report.get("delta") or {}).get(table, []) if c.get("operation") == "MERGE"]
         if not merges or phase not in out:
@@ -419,10 +440,16 @@ def batch_phases(report: dict[str, Any]) -> dict[str, float]:
 
 
 def breakdown_text(breakdown: dict[str, float]) -> str:
-    """A batch's :func:`batch_phases` for the log: milliseconds (and counts), then JVM CPU seconds."""
-    ms = ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items() if not k.startswith("cpu."))
+    """A batch's :func:`batch_phases` for the log: milliseconds (and counts), JVM CPU seconds, then
+    how busy the machine was."""
+    ms = ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items() if not k.startswith(("cpu.", "machine.")))
     cpu = ", ".join(f"{k.removeprefix('cpu.')} {v:.2f}" for k, v in breakdown.items() if k.startswith("cpu."))
-    return f"ms: {ms}" + (f"; JVM CPU s: {cpu}" if cpu else "")
+    busy = breakdown.get("machine.busy_pct")
+    outside = breakdown.get("machine.outside_jvm")
+    machine = "" if busy is None else f"; machine {busy:.0f} % busy"
+    if busy is not None and outside is not None:
+        machine += f", {outside:.2f} CPU s outside the JVM"
+    return f"ms: {ms}" + (f"; JVM CPU s: {cpu}" if cpu else "") + machine
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:

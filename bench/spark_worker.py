@@ -15,10 +15,11 @@ per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
   "deletion_vectors": false, "schema_registry_url": null}``: a new ``BatchApplier`` (its config's
   ``deletion_vectors`` and ``schema_registry_url``, where Avro records' schemas are fetched); each
   batch is ``spark.read`` of offsets ``[start, end)`` of partition 0 handed to
-  it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds", "phases_ms", "spark", "delta"}``
-  each (``phases_ms``: ``BatchApplier.last_clock.breakdown()``; ``spark``: jobs, stages and tasks per
-  phase; ``delta``: the batch's commits to the table and its tombstone table with Delta's
-  ``operationMetrics``, read from the log after the timed call), then
+  it as ``foreachBatch`` would → ``{"event": "batch", "label", "seconds", "phases_ms", "spark",
+  "jvm_cpu_s", "machine_cpu_s", "delta"}`` each (``phases_ms``: ``BatchApplier.last_clock.breakdown()``;
+  ``spark``: jobs, stages and tasks per phase; ``jvm_cpu_s``: :func:`thread_cpu_s` over the batch;
+  ``machine_cpu_s``: :func:`machine_cpu_s` over the batch; ``delta``: the batch's commits to the
+  table and its tombstone table with Delta's ``operationMetrics``, read from the log after the timed call), then
   ``{"event": "batches_done", "rows", "dead_letters"}`` (rows in the table afterwards);
 * ``{"cmd": "stream", "topic", "target_root", "checkpoint", "trigger"}``: ``start_query`` (the job's
   own streaming query, ``processingTime`` trigger) → ``{"event": "stream_started"}``, then
@@ -104,6 +105,22 @@ def thread_cpu_s(pid: int | None) -> dict[str, float]:
             if name.startswith(prefixes):
                 out[group] += seconds
     return out
+
+
+def machine_cpu_s() -> dict[str, float]:
+    """CPU seconds of the whole machine so far, all cores and processes, from ``/proc/stat``:
+    ``busy`` (user, nice, system, irq, softirq, steal) and ``idle`` (idle, iowait); empty when
+    unreadable (not Linux). Deltas of two readings split a stretch of wall time between the two."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return {}
+    if len(fields) < 8:
+        return {}
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return {"busy": (user + nice + system + irq + softirq + steal) / ticks, "idle": (idle + iowait) / ticks}
 
 
 def _latest_version(log: Path) -> int:
@@ -210,15 +227,16 @@ class Worker:
         for index, (label, start, end) in enumerate(command["batches"]):
             frame = self._read(command, start, end)
             versions = {name: _latest_version(log) for name, log in logs.items()}
-            cpu0, t0 = thread_cpu_s(self.jvm_pid), time.perf_counter()
+            cpu0, machine0, t0 = thread_cpu_s(self.jvm_pid), machine_cpu_s(), time.perf_counter()
             applier(frame, index)
             seconds = time.perf_counter() - t0
             cpu = {k: round(v - cpu0.get(k, 0.0), 2) for k, v in thread_cpu_s(self.jvm_pid).items()}
+            machine = {k: round(v - machine0[k], 2) for k, v in machine_cpu_s().items() if k in machine0}
             clock = applier.last_clock
             time.sleep(0.2)  # the status tracker is fed by the listener bus, asynchronously
             report("batch", label=label, seconds=seconds,
                    phases_ms=clock.breakdown() if clock else {}, spark=clock.spark_work() if clock else {},
-                   jvm_cpu_s=cpu,
+                   jvm_cpu_s=cpu, machine_cpu_s=machine,
                    delta={name: _commits_since(log, versions[name]) for name, log in logs.items()})
         rows = self.spark.read.format("delta").load(path).count()
         report("batches_done", rows=rows, dead_letters=applier.stats["dead_letters"])

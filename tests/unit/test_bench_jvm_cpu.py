@@ -1,5 +1,6 @@
-"""The bench's JVM CPU per thread group (``bench.spark_worker.thread_cpu_s``, from Linux's /proc) and
-its figures (``bench.apply``: ``apply.jvm_cpu_s_per_batch.<group>``)."""
+"""The bench's JVM CPU per thread group (``bench.spark_worker.thread_cpu_s``, from Linux's /proc), the
+machine's (``machine_cpu_s``, /proc/stat) and their figures (``bench.apply``:
+``apply.jvm_cpu_s_per_batch.<group>``, ``apply.machine_busy_pct``, ``apply.machine_cpu_s_per_batch.outside_jvm``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 
 from bench.apply import _phase_figures, batch_phases, breakdown_text
-from bench.spark_worker import thread_cpu_s
+from bench.spark_worker import machine_cpu_s, thread_cpu_s
 
 
 def test_a_thread_is_counted_in_the_group_its_name_starts_with() -> None:
@@ -60,3 +61,33 @@ def test_the_log_line_keeps_milliseconds_and_cpu_seconds_apart() -> None:
     line = breakdown_text({"merge": 3456.7, "spark_jobs": 25.0, "cpu.jit": 3.456, "cpu.all": 11.0})
     assert line == "ms: merge 3,457, spark_jobs 25; JVM CPU s: jit 3.46, all 11.00"
     assert breakdown_text({"merge": 1.0}) == "ms: merge 1"
+    busy = breakdown_text({"merge": 1.0, "cpu.all": 9.0, "machine.busy_pct": 94.6, "machine.outside_jvm": 0.5})
+    assert busy == "ms: merge 1; JVM CPU s: all 9.00; machine 95 % busy, 0.50 CPU s outside the JVM"
+
+
+def test_the_machine_counts_a_busy_thread_as_busy() -> None:
+    """Burning 0.3 s of CPU in this process moves the machine's busy seconds by at least that much
+    (other processes only add), and busy plus idle cover the wall time on every core."""
+    cores = os.cpu_count() or 1
+    before, t0 = machine_cpu_s(), time.monotonic()
+    end = time.thread_time() + 0.3
+    while time.thread_time() < end:
+        pass
+    after, wall = machine_cpu_s(), time.monotonic() - t0
+    busy, idle = after["busy"] - before["busy"], after["idle"] - before["idle"]
+    assert busy >= 0.25  # clock ticks, rounded
+    assert abs(busy + idle - wall * cores) <= 0.05 * cores + 0.1 * wall * cores
+
+
+def test_a_batch_reports_how_busy_the_machine_was_and_what_ran_outside_the_jvm() -> None:
+    reports = [{"phases_ms": {"total": 5000.0}, "jvm_cpu_s": {"all": jvm},
+                "machine_cpu_s": {"busy": busy, "idle": 10.0 - busy}}
+               for jvm, busy in ((8.0, 9.0), (8.5, 9.6), (7.0, 8.0))]
+    phases = [batch_phases(r) for r in reports]
+    assert phases[0]["machine.busy_pct"] == 90.0 and phases[0]["machine.outside_jvm"] == 1.0
+    figures = _phase_figures([{f"phase:{k}": v for k, v in p.items()} for p in phases])
+    assert figures["machine_busy_pct"]["median"] == 90 and figures["machine_busy_pct"]["unit"] == "%"
+    assert figures["machine_cpu_s_per_batch.outside_jvm"]["median"] == 1.0
+    assert "phase_ms.machine.busy_pct" not in figures
+    # no /proc/stat reading (not Linux): no machine figures, the rest as before
+    assert "machine.busy_pct" not in batch_phases({"phases_ms": {"total": 1.0}, "machine_cpu_s": {}})
