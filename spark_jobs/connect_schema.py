@@ -91,6 +91,11 @@ class ColumnSpec:
         """True when the stored value is not the raw value itself."""
         return self.udf is not None or self.target_expr != "{col}"
 
+    @property
+    def parsed_as_text(self) -> bool:
+        """True when ``from_json`` parses the value as text (``raw_ddl`` STRING): the record's own text."""
+        return self.raw_ddl == "STRING"
+
 
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"

@@ -250,9 +250,9 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     staged = base.select(
         *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
         before_values.alias("_pre"), *[c.suspect.alias(f"{SUSPECT}{i}") for i, c in enumerate(checks)],
-        *([F.col("_row").alias(ROW)] if group.avro or any(c.spec.raw_ddl == "STRING" for c in checks) else []),
+        *([F.col("_row").alias(ROW)] if group.avro or any(c.spec.parsed_as_text for c in checks) else []),
         *([F.col("_payload").alias(PAYLOAD)] if not group.avro and any(
-            c.spec.raw_ddl != "STRING" for c in checks) else []),
+            not c.spec.parsed_as_text for c in checks) else []),
         *([*flag, "key_str"] if every else []),
     )
     staged = with_reasons(staged, checks, group.avro, kept)

@@ -43,7 +43,7 @@ class Check:
 def may_fail(spec: ColumnSpec, target: ColumnSpec) -> bool:
     """Whether a value of ``spec`` present in a record can fail to decode: any conversion or
     non-text parse can; a text column stored as text cannot."""
-    return spec.converted or spec.raw_ddl != "STRING" or target.target_ddl != "STRING"
+    return spec.converted or not spec.parsed_as_text or target.target_ddl != "STRING"
 
 
 def suspect(spec: ColumnSpec, raw: Any, value: Any, is_placeholder: Any) -> Any:
@@ -57,7 +57,7 @@ def suspect(spec: ColumnSpec, raw: Any, value: Any, is_placeholder: Any) -> Any:
         flag = flag | (raw.isNotNull() & (
             F.size(F.filter(value, lambda x: x.isNull())) != F.size(F.filter(raw, lambda x: x.isNull()))
         ))
-    if spec.raw_ddl == "STRING":
+    if spec.parsed_as_text:
         flag = flag & raw.isNotNull()
     return flag
 
@@ -73,13 +73,13 @@ def with_reasons(staged: Any, checks: list[Check], avro: bool, kept: list[str]) 
     if not checks:
         return staged.select(*kept, F.lit(None).cast("string").alias("_bad"))
     flags = [F.col(f"{SUSPECT}{i}") for i in range(len(checks))]
-    typed = [f for f, c in zip(flags, checks, strict=True) if c.spec.raw_ddl != "STRING"]
+    typed = [f for f, c in zip(flags, checks, strict=True) if not c.spec.parsed_as_text]
     if typed and not avro:  # its own projection: one parse, read by every column's reason
         staged = staged.select("*", F.when(reduce(lambda a, b: a | b, typed), _row_texts()).alias(TEXTS))
     reasons = []
     for flag, check in zip(flags, checks, strict=True):
         spec, raw = check.spec, F.col(ROW)[check.spec.name]
-        text = _avro_text_of(raw, spec) if avro else raw if spec.raw_ddl == "STRING" else F.col(TEXTS)[spec.name]
+        text = _avro_text_of(raw, spec) if avro else raw if spec.parsed_as_text else F.col(TEXTS)[spec.name]
         reasons.append(F.when(flag, F.when(text.isNotNull(), F.concat(
             F.lit(f"undecodable value of column {spec.name!r} ({spec.raw_ddl} → {check.target.target_ddl}): "),
             F.substring(text, 1, 200),
@@ -100,7 +100,7 @@ def _avro_text_of(raw: Any, spec: ColumnSpec) -> Any:
     """The text of an Avro-decoded value, for a dead letter's reason (JSON but for plain strings)."""
     from pyspark.sql import functions as F
 
-    if spec.raw_ddl == "STRING":
+    if spec.parsed_as_text:
         return raw
     wrapped = F.to_json(F.struct(raw.alias("v")))  # {"v":<value>}
     return F.when(raw.isNotNull(), F.regexp_extract(wrapped, r'^\{"v":(.*)\}$', 1))
