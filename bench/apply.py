@@ -142,7 +142,7 @@ MACHINE_NOTES = {
                 "the broker, the registry, the bench itself) that was busy, from /proc/stat; near 100 the "
                 "batch is bound by this machine's cores",
     "outside_jvm": "a large batch: busy CPU seconds of the machine outside the Spark JVM (the broker serving "
-                     "the batch, the bench's Python driver, other services)",
+                   "the batch, the bench's Python driver, other services)",
 }
 """What the ``apply.machine_busy_pct`` and ``apply.machine_cpu_s_per_batch.<what>`` figures measure."""
 

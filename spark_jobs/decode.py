@@ -35,7 +35,7 @@ from spark_jobs.connect_schema import (
 from spark_jobs.frame import POSITION, SchemaCache, SchemaKey
 from spark_jobs.json_parse import parse_json
 from spark_jobs.sqltext import sql_string
-from spark_jobs.undecodable import PAYLOAD, ROW, SUSPECT, Check, may_fail, suspect, with_reasons
+from spark_jobs.undecodable import Check, may_fail, reason_inputs, suspect, with_reasons
 
 PAYLOAD_DDL = (
     "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING, file: STRING, pos: BIGINT, "
@@ -249,10 +249,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
             *([*flag, "key_str"] if every else [])]
     staged = base.select(
         *POSITION, *values, "_cdc_op", "_cdc_ts_ms", "_cdc_seq", unchanged_col.alias("_cdc_unchanged"),
-        before_values.alias("_pre"), *[c.suspect.alias(f"{SUSPECT}{i}") for i, c in enumerate(checks)],
-        *([F.col("_row").alias(ROW)] if group.avro or any(c.spec.parsed_as_text for c in checks) else []),
-        *([F.col("_payload").alias(PAYLOAD)] if not group.avro and any(
-            not c.spec.parsed_as_text for c in checks) else []),
+        before_values.alias("_pre"), *reason_inputs(checks, group.avro),
         *([*flag, "key_str"] if every else []),
     )
     staged = with_reasons(staged, checks, group.avro, kept)

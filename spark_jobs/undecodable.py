@@ -62,12 +62,25 @@ def suspect(spec: ColumnSpec, raw: Any, value: Any, is_placeholder: Any) -> Any:
     return flag
 
 
+def reason_inputs(checks: list[Check], avro: bool) -> list[Any]:
+    """The columns :func:`with_reasons` reads, for the projection before it to carry (from its
+    ``_row``, the row image as parsed, and ``_payload``, a JSON record's payload text): each check's
+    flag, and what the reasons quote, only where one does (the row image for Avro records and JSON
+    columns parsed as text, the payload text for other JSON columns)."""
+    from pyspark.sql import functions as F
+
+    quoted = []
+    if avro or any(c.spec.parsed_as_text for c in checks):
+        quoted.append(F.col("_row").alias(ROW))
+    if not avro and any(not c.spec.parsed_as_text for c in checks):
+        quoted.append(F.col("_payload").alias(PAYLOAD))
+    return [*[c.suspect.alias(f"{SUSPECT}{i}") for i, c in enumerate(checks)], *quoted]
+
+
 def with_reasons(staged: Any, checks: list[Check], avro: bool, kept: list[str]) -> Any:
     """``staged``'s ``kept`` columns and ``_bad``: the reason naming the first checked column whose
-    value the record carries but did not decode (null: none). ``staged`` holds each check's flag
-    as :data:`SUSPECT` ``<i>``, ``_cdc_op``, and what the reasons quote: the row image as parsed
-    (:data:`ROW`) for Avro records and JSON columns parsed as text, the payload text
-    (:data:`PAYLOAD`) for other JSON columns. Lazy."""
+    value the record carries but did not decode (null: none). ``staged`` holds ``_cdc_op`` and
+    :func:`reason_inputs`. Lazy."""
     from pyspark.sql import functions as F
 
     if not checks:
