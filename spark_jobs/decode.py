@@ -35,7 +35,7 @@ from spark_jobs.connect_schema import (
 from spark_jobs.frame import POSITION, SchemaCache, SchemaKey
 from spark_jobs.json_parse import parse_json
 from spark_jobs.sqltext import sql_string
-from spark_jobs.undecodable import Check, may_fail, reason_inputs, suspect, with_reasons
+from spark_jobs.undecodable import FAILED, Check, may_fail, reason_inputs, suspect, with_reasons
 
 PAYLOAD_DDL = (
     "STRUCT<before: STRING, after: STRING, source: STRUCT<lsn: BIGINT, sequence: STRING, file: STRING, pos: BIGINT, "
@@ -199,8 +199,8 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         rows = rows.select("*", _from_avro(group).alias("_envelope"))
     else:
         row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
-        payload = parse_json("_payload", PAYLOAD_DDL.replace("before: STRING, after: STRING",
-                                                              f"before: {row_ddl}, after: {row_ddl}"))
+        typed_ddl = PAYLOAD_DDL.replace("before: STRING, after: STRING", f"before: {row_ddl}, after: {row_ddl}")
+        payload = parse_json("_payload", typed_ddl[:-1] + f", {FAILED}: STRING>", failed_field=FAILED)
         rows = framed.select("*", group_match(group).alias("_in_group")) if every else group_rows(framed, group)
     flag = ["_in_group"] if every else []
     op = payload["op"]
@@ -211,6 +211,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         sequence.source_seq_column(payload["source"], F.col("offset"), fields).alias("_cdc_seq"),
         sequence.source_member(payload["source"], "file", fields).isNotNull().alias("_binlog"),
         F.when(op == "d", payload["before"]).otherwise(payload["after"]).alias("_row"),
+        (F.lit(False) if group.avro else payload[FAILED].isNotNull()).alias(FAILED),
     )
     mine = {c.name: c for c in group.columns}
     values, unchanged, checks = [], [], []
@@ -231,7 +232,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         if spec.toast_test:
             unchanged.append(F.when(is_placeholder, F.lit(spec.name)))
         if may_fail(spec, target):
-            checks.append(Check(spec, target, suspect(spec, raw, value, is_placeholder)))
+            checks.append(Check(spec, target, suspect(spec, raw, value, is_placeholder, F.col(FAILED))))
     row_op = F.col("_cdc_op") != "t"
     undecodable = f"undecodable Avro record (writer schema id {group.schema_hash})"
     before_values = F.coalesce(

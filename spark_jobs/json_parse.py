@@ -20,9 +20,14 @@ PARSE_ONCE = {"mode": "PERMISSIVE"}
 """``from_json``'s options: its default mode, given explicitly so the optimizer keeps one parse."""
 
 
-def parse_json(column: Any, ddl: str) -> Any:
+def parse_json(column: Any, ddl: str, failed_field: str | None = None) -> Any:
     """``from_json(column, ddl)``, parsed once per row whatever fields are read from it (see the
-    module docstring). ``column``: a column name or ``Column``. Lazy, like any column expression."""
+    module docstring). ``column``: a column name or ``Column``. Lazy, like any column expression.
+
+    ``failed_field``: a top-level STRING field of ``ddl`` that Spark fills with the whole text when
+    any value of the record did not parse into its field's type (the field is then null, the
+    others kept); null when every value parsed (JSON nulls included)."""
     from pyspark.sql import functions as F
 
-    return F.from_json(column, ddl, PARSE_ONCE)
+    options = PARSE_ONCE if failed_field is None else {**PARSE_ONCE, "columnNameOfCorruptRecord": failed_field}
+    return F.from_json(column, ddl, options)

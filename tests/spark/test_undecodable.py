@@ -4,7 +4,9 @@ A value the record carries that does not decode into its column's type sends the
 dead-letter table with a reason quoting the value; a JSON null never does. Telling the two apart
 re-parses the row image as text, once per record at most, whatever the number of null columns:
 the test counts the JSON parses in the decode plan of a table with two and with eight nullable
-numeric columns (before, each suspect column had parses of its own)."""
+numeric columns (before, each suspect column had parses of its own). A null is only suspect where
+the record may hold a value: its parsed value is not null, or the payload parse reported a value
+that did not parse."""
 
 from __future__ import annotations
 
@@ -14,7 +16,10 @@ import pytest
 
 from signaller.model import Column
 from spark_jobs import decode
+from spark_jobs.connect_schema import column_spec
 from spark_jobs.frame import SchemaCache, SchemaKey, discover, frame, schema_texts
+from spark_jobs.json_parse import parse_json
+from spark_jobs.undecodable import FAILED, suspect
 from tests.spark.cdc_events import Record, SourceTable
 
 pytestmark = pytest.mark.spark
@@ -84,3 +89,40 @@ def test_the_row_image_is_parsed_as_text_once_whatever_the_null_columns(spark: A
         spark.conf.unset("spark.sql.debug.maxToStringFields")
     assert (text_2, text_8) == (1, 1)
     assert all_8 == all_2
+
+
+def test_the_payload_parse_reports_only_values_that_did_not_parse(spark: Any) -> None:
+    """The failed-parse field holds the record's text where a value did not parse into its type,
+    and is null for JSON nulls, absent columns and values that parsed."""
+    texts = ['{"n":null}', "{}", '{"n":7}', '{"n":"abc"}', '{"n":1.5}', '{"m":1,"n":[1]}']
+    data = spark.createDataFrame([(t,) for t in texts], "t STRING")
+    parsed = parse_json("t", f"STRUCT<n: BIGINT, m: BIGINT, {FAILED}: STRING>", failed_field=FAILED)
+    rows = data.select("t", parsed.alias("p")).collect()
+
+    assert {r.t: (r.p.n, r.p[FAILED]) for r in rows} == {
+        '{"n":null}': (None, None), "{}": (None, None), '{"n":7}': (7, None),
+        '{"n":"abc"}': (None, '{"n":"abc"}'), '{"n":1.5}': (None, '{"n":1.5}'),
+        '{"m":1,"n":[1]}': (None, '{"m":1,"n":[1]}'),
+    }
+
+
+def test_a_null_is_suspect_only_where_the_record_may_hold_a_value(spark: Any) -> None:
+    """A decoded null of a number column is checked (the row image parsed again) only where the
+    parsed value is not null (its conversion failed) or a value of the record did not parse; a
+    record whose nulls are JSON nulls is not."""
+    from pyspark.sql import functions as F
+
+    spec = column_spec({"type": "int64", "optional": True, "field": "n"})
+    cases = [  # raw (as parsed), decoded, TOAST placeholder, a value of the record did not parse
+        ("json null", None, None, False, False, False),
+        ("a value did not parse", None, None, False, True, True),
+        ("conversion failed", 5, None, False, False, True),
+        ("decoded", 5, 5, False, True, False),
+        ("placeholder", None, None, True, True, False),
+    ]
+    data = spark.createDataFrame([c[:5] for c in cases], "case STRING, raw BIGINT, value BIGINT, toast BOOLEAN, "
+                                                         "failed BOOLEAN")
+    flag = suspect(spec, F.col("raw"), F.col("value"), F.col("toast"), F.col("failed"))
+    got = {r.case: r.flag for r in data.select("case", flag.alias("flag")).collect()}
+
+    assert got == {c[0]: c[5] for c in cases}
