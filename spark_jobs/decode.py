@@ -200,7 +200,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     else:
         row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
         typed_ddl = PAYLOAD_DDL.replace("before: STRING, after: STRING", f"before: {row_ddl}, after: {row_ddl}")
-        payload = parse_json("_payload", typed_ddl[:-1] + f", {FAILED}: STRING>", failed_field=FAILED)
+        payload = parse_json("_payload", typed_ddl, failed_field=FAILED)
         rows = framed.select("*", group_match(group).alias("_in_group")) if every else group_rows(framed, group)
     flag = ["_in_group"] if every else []
     op = payload["op"]

@@ -24,10 +24,16 @@ def parse_json(column: Any, ddl: str, failed_field: str | None = None) -> Any:
     """``from_json(column, ddl)``, parsed once per row whatever fields are read from it (see the
     module docstring). ``column``: a column name or ``Column``. Lazy, like any column expression.
 
-    ``failed_field``: a top-level STRING field of ``ddl`` that Spark fills with the whole text when
-    any value of the record did not parse into its field's type (the field is then null, the
-    others kept); null when every value parsed (JSON nulls included)."""
+    ``failed_field``: the name of a STRING field added to ``ddl`` (a ``STRUCT<...>``) that holds
+    the whole text when any value of the record did not parse into its field's type (that value
+    is then null, the others kept); null when every value parsed (JSON nulls included). Spark's
+    corrupt-record column, named per call so that a session's own setting cannot move it."""
     from pyspark.sql import functions as F
 
-    options = PARSE_ONCE if failed_field is None else {**PARSE_ONCE, "columnNameOfCorruptRecord": failed_field}
-    return F.from_json(column, ddl, options)
+    if failed_field is None:
+        return F.from_json(column, ddl, PARSE_ONCE)
+    if not (ddl.startswith("STRUCT<") and ddl.endswith(">")):
+        msg = f"a parse that reports failed values needs a STRUCT<...> type, got {ddl!r}"
+        raise ValueError(msg)
+    with_failed = f"{ddl[:-1]}, {failed_field}: STRING>"
+    return F.from_json(column, with_failed, {**PARSE_ONCE, "columnNameOfCorruptRecord": failed_field})

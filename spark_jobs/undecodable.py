@@ -21,7 +21,7 @@ failed, null otherwise, JSON nulls included). A record whose nulls are all JSON 
 parsed again: an incremental snapshot of a table with a nullable number column, every row null
 there (the bench's backfill), parsed each record three times. Measured with a dev micro-benchmark
 (the steady decode of 100,000 such records, in memory, two passes a round, one session each):
-1.93 s a round before, 1.34 s without any check.
+1.93 s a round before, 1.62 s after (1.34 s with no check at all).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from spark_jobs.connect_schema import (
     widening,
 )
 from spark_jobs.job_config import JobConfigError, config_from_mapping, load_job_config
+from spark_jobs.json_parse import parse_json
 
 pytestmark = pytest.mark.unit
 
@@ -334,3 +335,8 @@ def test_bad_kafka_settings_are_refused_by_name(key: str, value: object, named: 
         config_from_mapping({**base, key: value}, origin="apply.yaml")
     assert "apply.yaml" in str(raised.value)
     assert repr(key) in str(raised.value)
+
+
+def test_a_parse_that_reports_failed_values_needs_a_struct() -> None:
+    with pytest.raises(ValueError, match=r"needs a STRUCT<...> type, got 'MAP<STRING, STRING>'"):
+        parse_json("t", "MAP<STRING, STRING>", failed_field="_failed")
