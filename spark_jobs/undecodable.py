@@ -65,13 +65,13 @@ def suspect(spec: ColumnSpec, raw: Any, value: Any, is_placeholder: Any, parse_f
     only where ``raw`` is not null; for an array, also where it lost elements."""
     from pyspark.sql import functions as F
 
-    flag = ~is_placeholder & value.isNull() & (raw.isNotNull() | parse_failed)
+    # text parses whatever the value, so a text column holds a value exactly where raw is not null
+    may_hold = raw.isNotNull() if spec.parsed_as_text else raw.isNotNull() | parse_failed
+    flag = ~is_placeholder & value.isNull() & may_hold
     if spec.converted and spec.raw_ddl.startswith("ARRAY"):
         flag = flag | (raw.isNotNull() & (
             F.size(F.filter(value, lambda x: x.isNull())) != F.size(F.filter(raw, lambda x: x.isNull()))
         ))
-    if spec.parsed_as_text:
-        flag = flag & raw.isNotNull()
     return flag
 
 
