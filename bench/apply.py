@@ -854,10 +854,12 @@ def e2e_session(settings: StackSettings, options: ApplyOptions, worker: _SparkWo
 def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench_spark_"))
     worker: _SparkWorker | None = None
+    java_version: str | None = None
     try:
         t0 = time.monotonic()
         worker = _SparkWorker(settings, workdir)
-        log(f"  SparkSession up in {time.monotonic() - t0:.0f}s")
+        java_version = worker.ready.get("java_version")
+        log(f"  SparkSession up in {time.monotonic() - t0:.0f}s (driver on Java {java_version})")
         cached = cached_table(settings, worker, options.rows, log)
         detail: list[dict[str, Any]] = []
         tput = throughput_runs(settings, options, worker, cached, log, detail)
@@ -978,6 +980,7 @@ def run_apply(settings: StackSettings, options: ApplyOptions, log: Any = print) 
         "e2e_warmup_s": options.e2e_warmup_s, "e2e_window_s": options.e2e_window_s, "trigger": options.trigger,
         "sustained_rate": options.sustained_rate, "sustained_s": options.sustained_s,
         "master": "local[2]",
+        "spark_driver_java": java_version,
         "jvm_rss_peak_mb_whole_section": round(exit_report["jvm_rss_peak_kb"] / 1024, 1) if exit_report else None,
     }
     return {

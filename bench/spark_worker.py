@@ -4,7 +4,8 @@ One SparkSession (``spark_jobs.session.build_session``: ``local[2]``, the job's 
 settings but a 1g driver heap (``DRIVER_MEMORY``), Delta and Kafka jars from ``JARS_DIR``) serving
 commands read from stdin, one JSON object
 per line, and reporting on stdout (JSON lines with ``t`` = ``time.time()``, like
-:mod:`bench.sidecar`). Every Delta write goes through ``spark_jobs.apply_changes``:
+:mod:`bench.sidecar`). Once the session is up: ``{"event": "ready", "jvm_pid", "java_version"}``
+(the driver JVM's ``java.version``). Every Delta write goes through ``spark_jobs.apply_changes``:
 
 * ``{"cmd": "build", "topic", "target_root", "seed_offsets": N, "rows": R, "files": F, "seq_commit": C}``:
   apply the first ``N`` records of ``topic`` (``c`` events of keys 1..N) with a ``BatchApplier``, so
@@ -151,6 +152,7 @@ class Worker:
                                    conf={"spark.driver.memory": DRIVER_MEMORY})
         gateway = self.spark.sparkContext._gateway
         self.jvm_pid: int | None = getattr(getattr(gateway, "proc", None), "pid", None)
+        self.java_version: str = str(gateway.jvm.java.lang.System.getProperty("java.version"))
         self.query: Any = None
         self.jvm_peak_kb = 0
         self._done = threading.Event()
@@ -364,7 +366,7 @@ def main(argv: list[str]) -> int:
     worker: Worker | None = None
     try:
         worker = Worker(argv[0])
-        report("ready", jvm_pid=worker.jvm_pid)
+        report("ready", jvm_pid=worker.jvm_pid, java_version=worker.java_version)
         for line in sys.stdin:
             command = json.loads(line)
             try:

@@ -13,12 +13,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spark_jobs import driver_jvm
+
 SPARK_PACKAGES = (
     "io.delta:delta-spark_4.1_2.13:4.4.0",
     "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1",
     "org.apache.spark:spark-avro_2.13:4.1.1",
 )
 JVM_OPTIONS = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
+DRIVER_CLASSPATH = "spark.driver.extraClassPath"
 """JVM options of the driver and executors (see ``DEFAULT_CONF``)."""
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -64,7 +68,7 @@ DEFAULT_CONF: dict[str, str] = {
     # all the time) saved another ~3 s (22.3 -> 19.1) and ~200 MB of resident memory. Executors
     # need them where the tasks run (clusters); a job that sets its own extraJavaOptions should
     # keep them.
-    "spark.driver.extraJavaOptions": JVM_OPTIONS,
+    DRIVER_OPTIONS: JVM_OPTIONS,
     "spark.executor.extraJavaOptions": JVM_OPTIONS,
     # A MERGE into a table with the change data feed writes its data files and its change files in
     # one job, a partitioned write (by Delta's internal ``__is_cdc`` column). With Spark's default (0)
@@ -140,6 +144,10 @@ def build_session(
 
     ``master=None`` leaves the master to spark-submit. A local master gets one shuffle partition
     per core (:func:`local_shuffle_partitions`). ``conf`` overrides both and ``DEFAULT_CONF``.
+    The driver JVM runs the Java ``spark_jobs.driver_jvm`` chooses, with the options that Java
+    accepts before the driver's own; with a jars directory, its Hadoop client comes first on the
+    driver's classpath (before any ``spark.driver.extraClassPath`` of ``conf``). Raises
+    JobConfigError for a ``SIGNALLER_SPARK_JAVA_HOME`` that is not a JDK.
     """
     from pyspark.sql import SparkSession
 
@@ -156,13 +164,21 @@ def build_session(
         builder = builder.master(master)
     partitions = local_shuffle_partitions(master) if master else None
     local = {"spark.sql.shuffle.partitions": str(partitions)} if partitions else {}
-    for key, value in {**DEFAULT_CONF, **local, **(conf or {})}.items():
-        builder = builder.config(key, value)
+    settings = {**DEFAULT_CONF, **local, **(conf or {})}
+    java_home = driver_jvm.chosen_java_home()
+    settings[DRIVER_OPTIONS] = driver_jvm.driver_options(settings[DRIVER_OPTIONS], driver_jvm.java_feature(java_home))
     directory = jars_dir or os.environ.get("SIGNALLER_SPARK_JARS_DIR")
     if directory:
-        builder = builder.config("spark.jars", ",".join(local_jars(Path(directory))))
+        settings["spark.jars"] = ",".join(local_jars(Path(directory)))
+        first = driver_jvm.driver_classpath(Path(directory))
+        if first:
+            own = settings.get(DRIVER_CLASSPATH)
+            settings[DRIVER_CLASSPATH] = os.pathsep.join([first, own]) if own else first
     else:
-        builder = builder.config("spark.jars.packages", ",".join(SPARK_PACKAGES))
-    spark = builder.getOrCreate()
+        settings["spark.jars.packages"] = ",".join(SPARK_PACKAGES)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with driver_jvm.launching_with(java_home):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
