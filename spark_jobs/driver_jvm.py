@@ -8,10 +8,15 @@ cluster run the cluster's Java.
 
 Why Java 25, measured with the bench's throughput runs alone (the dev harness: a fresh JVM, a
 1,000-change warm-up batch, then three runs of a 10,000- and a 100,000-change batch into the
-bench's 1,000,000-row table, ``local[2]``, one sitting), Java 17 / Java 25 with compact object
-headers: the 100,000-change batches 13,276 / 19,107 / 18,994 vs 13,255 / 20,132 / 22,270
-changes/s; the garbage collector's CPU per such batch 0.62-0.78 vs 0.32-0.37 s; the JIT's
-1.8-2.5 vs 2.5-2.8 s by the third. The first large batch of a fresh JVM is as slow on both.
+bench's 1,000,000-row table, ``local[2]``): Java 17 against Java 25 (compact object headers, some
+sittings with an AOT cache), one JVM each per sitting, the median of the three 100,000-change
+batches: 17,517 / 19,150 (AOT), 19,073 / 18,284 (AOT), 18,994 / 20,132, 15,505 / 19,639 and
+15,936 / 17,608 changes/s; the garbage collector's CPU per such batch ~0.6-0.9 s on 17,
+~0.3-0.6 s on 25. The first large batch of a fresh JVM (~13,000/s) and the warm-up batch
+(~18 s) are as slow on both: most of them is the JIT compiling Spark's and Delta's code. An AOT
+cache (JEP 483/515, ``-XX:AOTCache`` trained on the same runs) cut the warm-up batch to
+12.5-13.7 s and lifted the first large batch by ~10-20 %, not the later ones; it is not used (a
+230 MB file per jar set and option set, trained by a run that must exit cleanly).
 
 Hadoop: pyspark 4.1.1 bundles Hadoop's client 3.4.2, whose ``UserGroupInformation`` calls
 ``Subject.getSubject``, which Java 24 and later refuse (JEP 486), so Spark does not start on them.
