@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,14 +70,19 @@ def chosen_java_home(environ: dict[str, str] | None = None) -> Path | None:
 
 
 def java_feature(java_home: Path | None, environ: dict[str, str] | None = None) -> int | None:
-    """The feature release (17, 25, ...) of the JDK the driver will run: ``java_home``, else
-    ``JAVA_HOME``, read from its ``release`` file; None when neither is set or the file does not say
-    (a ``java`` found on the ``PATH`` alone)."""
+    """The feature release (17, 25, ...) of the JDK the driver will run, read from its ``release``
+    file: ``java_home``, else ``JAVA_HOME``, else the JDK of the ``java`` on the ``PATH`` (links
+    resolved); None when there is none or its file does not say."""
+    env = os.environ if environ is None else environ
     if java_home is None:
-        fallback = (os.environ if environ is None else environ).get("JAVA_HOME", "").strip()
-        if not fallback:
-            return None
-        java_home = Path(fallback)
+        fallback = env.get("JAVA_HOME", "").strip()
+        if fallback:
+            java_home = Path(fallback)
+        else:
+            found = shutil.which("java", path=env.get("PATH", ""))
+            if found is None:
+                return None
+            java_home = Path(os.path.realpath(found)).parent.parent
     try:
         text = (java_home / "release").read_text(errors="replace")
     except OSError:

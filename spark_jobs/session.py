@@ -21,9 +21,9 @@ SPARK_PACKAGES = (
     "org.apache.spark:spark-avro_2.13:4.1.1",
 )
 JVM_OPTIONS = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
+"""JVM options of the driver and executors (see ``DEFAULT_CONF``)."""
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 DRIVER_CLASSPATH = "spark.driver.extraClassPath"
-"""JVM options of the driver and executors (see ``DEFAULT_CONF``)."""
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",

@@ -56,6 +56,16 @@ def test_without_a_chosen_home_the_feature_comes_from_java_home(tmp_path: Path) 
     assert driver_jvm.java_feature(None, {}) is None
 
 
+def test_without_any_home_the_feature_comes_from_the_java_on_the_path(tmp_path: Path) -> None:
+    home = _jdk(tmp_path / "jvm" / "jdk-25", 'JAVA_VERSION="25.0.3"')
+    (home / "bin" / "java").chmod(0o755)
+    alternatives = tmp_path / "bin"
+    alternatives.mkdir()
+    (alternatives / "java").symlink_to(home / "bin" / "java")
+    assert driver_jvm.java_feature(None, {"PATH": str(alternatives)}) == 25
+    assert driver_jvm.java_feature(None, {"PATH": str(tmp_path / "empty")}) is None
+
+
 def test_options_are_added_only_for_a_java_known_to_accept_them() -> None:
     base = "-XX:+UseParallelGC"
     assert driver_jvm.driver_options(base, None) == base
