@@ -99,10 +99,15 @@ def driver_options(base: str, feature: int | None) -> str:
     return " ".join([*extra, base]).strip()
 
 
+def artifact(jar: Path) -> str:
+    """The Maven artifact a copied jar holds: its file name without ``-<version>.jar``."""
+    return _VERSION_SUFFIX.sub("", jar.name)
+
+
 def driver_classpath(jars_dir: Path) -> str:
     """The jars of ``jars_dir`` whose artifact is in :data:`DRIVER_FIRST_ARTIFACTS`, as one
     classpath string (empty when there are none)."""
-    jars = sorted(p for p in jars_dir.glob("*.jar") if _VERSION_SUFFIX.sub("", p.name) in DRIVER_FIRST_ARTIFACTS)
+    jars = sorted(p for p in jars_dir.glob("*.jar") if artifact(p) in DRIVER_FIRST_ARTIFACTS)
     return os.pathsep.join(str(p) for p in jars)
 
 

@@ -96,7 +96,6 @@ MALLOC_ARENA_MAX = "2"
 In-process on the bench's 1,000,000-row table, three 100,000-change batches: the driver's RSS
 1,676 -> 1,632 MB with a 1g heap, batch times unchanged. Clusters set it with
 ``spark.executorEnv.MALLOC_ARENA_MAX``."""
-_VERSION_SUFFIX = re.compile(r"-[0-9][^-]*\.jar$")
 _LOCAL_MASTER = re.compile(r"local(?:\[(\*|[0-9]+)(?:,[0-9]+)?\])?")
 
 
@@ -121,17 +120,13 @@ def local_shuffle_partitions(master: str) -> int | None:
     return (os.cpu_count() or 1) if cores == "*" else max(1, int(cores))
 
 
-def _artifact(jar: Path) -> str:
-    return _VERSION_SUFFIX.sub("", jar.name)
-
-
 def local_jars(jars_dir: Path) -> list[str]:
     """The jars in ``jars_dir`` that pyspark does not already bundle (by artifact name), so the
     bundled Jackson, Scala and logging versions win over older transitive copies."""
     import pyspark
 
-    bundled = {_artifact(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(str(p) for p in jars_dir.glob("*.jar") if _artifact(p) not in bundled)
+    bundled = {driver_jvm.artifact(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(p) for p in jars_dir.glob("*.jar") if driver_jvm.artifact(p) not in bundled)
 
 
 def build_session(
