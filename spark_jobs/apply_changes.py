@@ -107,7 +107,7 @@ class BatchApplier:
         registry = Registry(cfg.schema_registry_url, cfg.schema_registry_user_info) if cfg.schema_registry_url else None
         self.avro_schemas = AvroSchemas(registry)
         self._heads: dict[str, KnownHead] = {}  # per topic, insertion order = least recently seen first
-        self._steady: str | None = None  # the topic the next batch is decoded in one pass for (spark_jobs.steady)
+        self._steady: Any | None = None  # what the next batch is decoded in one pass for (spark_jobs.steady)
         self.last_clock: PhaseClock | None = None  # where the last batch's time went (see phases)
         self._clock: PhaseClock | None = None
 
@@ -145,7 +145,7 @@ class BatchApplier:
             if framed is None:  # a split that was wrong for this batch (see spark_jobs.frame)
                 framed, found = self._framed(data, split=False)
         assert framed is not None
-        self._steady = steady.steady_topic(found)
+        self._steady = steady.steady_source(found)
         by_topic: dict[str, list[Any]] = {}
         for row in found:
             by_topic.setdefault(row.topic, []).append(row)
@@ -157,15 +157,19 @@ class BatchApplier:
     def _apply_steady(self, spark: Any, data: Any, batch_id: int) -> bool:
         """The batch in one pass with the previous batch's only schema (``spark_jobs.steady``); False
         (nothing written, the pass released) when the batch does not fit it."""
-        topic, self._steady = self._steady, None
-        head = self._heads.get(topic) if topic else None
-        if topic is None or head is None:
+        source, self._steady = self._steady, None
+        if source is None:
+            return False
+        topic = source.topic
+        head = None if source._avro else self._heads.get(topic)
+        if head is None and not source._avro:
             return False
         started = time.monotonic()
         path = table_path(self.cfg, topic)[1]
         with self._phase("schema"):
             state = self.tables.state(spark, path)
-            planned = steady.plan(head, self.schemas, state)
+            planned = steady.plan(head, self.schemas, state) if head is not None else steady.plan_avro(
+                source, self.avro_schemas, state)
         if state is None or planned is None:
             return False
         group, rec = planned
@@ -174,13 +178,13 @@ class BatchApplier:
                                        eager=False)
         with self._phase("decode"):
             stats = decode.batch_stats(events, rec.columns, state.keys, every=True)
-        if not steady.confirmed(stats, state.keys):
+        if not steady.confirmed(stats, state.keys, source):
             self.cache.drop(events)
             return False
-        self._steady = topic
+        self._steady = source
         if stats.n:
-            self._apply_decoded(spark, data, topic, batch_id, events.drop("_in_group", "key_str"), stats, rec,
-                                list(state.keys), state, [], started)
+            self._apply_decoded(spark, data, topic, batch_id, events.drop("_in_group", "_key_id", "key_str"), stats,
+                                rec, list(state.keys), state, [], started)
         return True
 
     def _framed(self, data: Any, split: bool) -> tuple[Any | None, list[Any]]:

@@ -183,9 +183,10 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     """The group's records as events: the row's columns in the stored types, ``_cdc_*``, the
     names of unchanged-TOAST columns, and ``_reason`` (non-null: dead-letter).
 
-    ``every`` (JSON groups): every framed record, decoded as if of ``group``, with two more columns:
-    ``_in_group`` (whether it is) and ``key_str``; :func:`batch_stats` with ``every`` counts the
-    others (``spark_jobs.steady``).
+    ``every``: every framed record, decoded as if of ``group``, with three more columns:
+    ``_in_group`` (whether it is), ``key_str`` and ``_key_id``; :func:`batch_stats` with ``every`` counts the others
+    (``spark_jobs.steady``). A record of another Avro schema decoded with ``group``'s gives nulls or
+    nonsense, never a failed job (``from_avro`` is PERMISSIVE); it is counted, and the pass dropped.
 
     The payload is parsed once, with the row images in the group's raw types. A value is
     undecodable when its stored form is null although the record carries one: only then (the
@@ -193,16 +194,15 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     text, to tell a JSON null from a value that did not convert and to quote it in the reason."""
     from pyspark.sql import functions as F
 
+    rows = framed.select("*", group_match(group).alias("_in_group")) if every else group_rows(framed, group)
     if group.avro:
-        rows = group_rows(framed, group)
         payload = F.col("_envelope")
         rows = rows.select("*", _from_avro(group).alias("_envelope"))
     else:
         row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
         typed_ddl = PAYLOAD_DDL.replace("before: STRING, after: STRING", f"before: {row_ddl}, after: {row_ddl}")
         payload = parse_json("_payload", typed_ddl, failed_field=FAILED)
-        rows = framed.select("*", group_match(group).alias("_in_group")) if every else group_rows(framed, group)
-    flag = ["_in_group"] if every else []
+    flag = ["_in_group", "_key_id"] if every else []
     op = payload["op"]
     fields = sequence.source_fields(group.schema) if group.avro else sequence.SOURCE_FIELDS  # Avro: the writer's
     base = rows.select(
@@ -347,13 +347,15 @@ def batch_stats(events: Any, columns: list[ColumnSpec], keys: list[str], every: 
     """One row counting the decoded ``events`` (one Spark job): ``n``, ``bad`` (with a
     ``_reason``), ``deletes``, ``trunc`` (the newest truncate's ``_cdc_seq``), ``toasted`` (with
     unchanged-TOAST columns), ``reads`` and the key range (:func:`key_range_aggregates`); with
-    ``every`` (events of :func:`decode` with ``every``) also ``others`` (records not of the group)
-    and ``key`` (a record key's text, as :func:`spark_jobs.frame.discover` takes one)."""
+    ``every`` (events of :func:`decode` with ``every``) also ``others`` (records not of the group),
+    ``key`` (a record key's text) and ``key_id`` (an Avro key's schema id), as
+    :func:`spark_jobs.frame.discover` takes them."""
     from pyspark.sql import functions as F
 
     good = F.col("_reason").isNull()
     extra = [F.count(F.when(~F.col("_in_group"), 1)).alias("others"),
-             F.first("key_str", ignorenulls=True).alias("key")] if every else []
+             F.first("key_str", ignorenulls=True).alias("key"),
+             F.first("_key_id", ignorenulls=True).alias("key_id")] if every else []
     return events.agg(
         F.count(F.lit(1)).alias("n"),
         F.count(F.col("_reason")).alias("bad"),

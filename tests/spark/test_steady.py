@@ -2,16 +2,20 @@
 it down the general road. Both roads must leave the same tables, dead letters included: one
 long-lived ``BatchApplier`` (which takes the steady road from its second batch on) is compared with
 a fresh applier per batch (a new applier knows no schema, so it always takes the general road).
-Which road a batch took is visible in its phases: only the general road has ``read``."""
+Which road a batch took is visible in its phases: only the general road has ``read``. The same for
+Avro records (the stack's schema registry)."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from signaller.model import Column
+from signaller.sinks.registry import Compatibility, SchemaRegistryClient
+from signaller.sinks.subjects import RegistrySubjects
 from spark_jobs.apply_changes import BatchApplier
 from spark_jobs.job_config import ApplyJobConfig
 from tests.spark.cdc_events import TOAST, Record, SourceTable
@@ -40,8 +44,9 @@ def row(i: int, note: Any = None, price: str = "1.50") -> dict[str, Any]:
 class Roads:
     """The same batches through a long-lived applier (``steady``) and fresh ones (``general``)."""
 
-    def __init__(self, tmp_path: Path, topics: list[str]) -> None:
+    def __init__(self, tmp_path: Path, topics: list[str], registry: str | None = None) -> None:
         self.tmp = tmp_path
+        self.registry = registry
         self.steady = BatchApplier(self.cfg("steady", topics))
         self.roads: list[str] = []
         self.topics = topics
@@ -49,7 +54,7 @@ class Roads:
     def cfg(self, name: str, topics: list[str]) -> ApplyJobConfig:
         return ApplyJobConfig(bootstrap_servers="unused:9092", target_root=str(self.tmp / name / "delta"),
                               checkpoint_location=str(self.tmp / name / "cp"), subscribe=",".join(topics),
-                              dead_letter_path=str(self.tmp / name / "dead"))
+                              dead_letter_path=str(self.tmp / name / "dead"), schema_registry_url=self.registry)
 
     def apply(self, spark: Any, records: list[tuple[str, Record]], batch_id: int) -> None:
         data = batch(spark, records, batch_id * 1000)
@@ -140,3 +145,51 @@ def test_a_batch_unlike_the_last_one_takes_the_general_road(spark: Any, tmp_path
     extra = {i: r["extra"] for i, r in roads.rows(spark, "items").items()}
     assert extra == {1: None, 2: None, 3: None, 4: "x", 5: None, 6: "y", 7: "z", 8: "w", 9: "v", 10: "u"}
     assert {i: r["note"] for i, r in roads.rows(spark, "others").items()} == {1: "n1", 2: "n2", 3: "n3"}
+
+
+def test_avro_batches_take_the_one_pass_too(spark: Any, tmp_path: Path, schema_registry: str) -> None:
+    registry = SchemaRegistryClient(schema_registry)
+    ids = RegistrySubjects(registry, registry)
+    prefix = f"avro{uuid.uuid4().hex[:10]}"
+    items = SourceTable(prefix, "items", COLUMNS, avro=ids)
+    wider = SourceTable(prefix, "items", [*COLUMNS, Column("extra", 0, "text")], avro=ids)
+    # the value schema of ``wider`` (the same schema id), note added to the key (another key schema id,
+    # which the registry takes as FORWARD compatible)
+    registry.set_compatibility(Compatibility.FORWARD, f"{items.topic}-key")
+    rekeyed = SourceTable(prefix, "items", [COLUMNS[0], Column("note", 0, "text", optional=False, is_key=True),
+                                            *COLUMNS[2:], Column("extra", 0, "text")], avro=ids)
+    t = items.topic
+    roads = Roads(tmp_path, [t], schema_registry)
+    roads.apply(spark, [(t, items.event("c", 100, 1000 + i, after=row(i))) for i in range(1, 21)], 0)
+    roads.apply(spark, [
+        (t, items.event("u", 200, 2001, before=row(1), after=row(1, note="changed", price="2.25"))),
+        (t, items.event("u", 200, 2002, after={**row(2, price="3.00"), "note": TOAST})),  # note unchanged
+        (t, items.event("d", 200, 2003, before=row(3))), (t, items.tombstone(row(3))),
+        (t, items.event("r", 150, 1500, after=row(40))),  # a snapshot read of a new key
+        (t, items.event("r", 50, 500, after=row(4, note="older read"))),  # older than the stored row: kept out
+        (t, items.event("c", 200, 2004, after=row(50))),
+        (t, items.event("u", 200, 2005, after=row(50, note="twice"))),  # newest per key wins
+    ], 1)
+    roads.apply(spark, [(t, items.event("u", 199, 1999, after=row(3, note="late")))], 2)  # older than the delete
+    key, value = items.event("u", 200, 2006, after=row(5, note="e"))
+    assert value is not None
+    unknown = (key, value[:1] + (0x7FFFFFF1).to_bytes(4, "big") + value[5:])  # a schema id the registry lacks
+    roads.apply(spark, [(t, items.event("u", 200, 2007, after=row(6, note="f"))), (t, unknown)], 3)
+    roads.apply(spark, [(t, items.event("u", 200, 2008, after=row(7, note="g")))], 4)
+    roads.apply(spark, [(t, items.event("u", 200, 2009, after=row(8, note="h")))], 5)  # steady
+    roads.apply(spark, [(t, wider.event("c", 200, 2010, after={**row(60), "extra": "x"}))], 6)  # a new schema id
+    roads.apply(spark, [(t, wider.event("c", 200, 2011, after={**row(61), "extra": "y"}))], 7)  # steady, wider
+    roads.apply(spark, [(t, rekeyed.event("c", 200, 2012, after={**row(62), "extra": "z"}))], 8)  # other key columns
+    assert roads.roads == ["general", "steady", "steady", "general", "general", "steady", "general", "steady",
+                           "general"]
+    assert roads.table(spark, "steady", "items") == roads.table(spark, "general", "items")
+    dead = roads.dead(spark, "steady")
+    assert dead == roads.dead(spark, "general")
+    assert [(offset, reason.split(" (")[0].split(":")[0]) for _, offset, reason in dead] == [
+        (3001, "cannot read the record schema"), (8000, "incompatible schema change")]
+    stored = roads.rows(spark, "items")
+    assert {i: r["note"] for i, r in stored.items()} == {
+        **{i: f"n{i}" for i in range(1, 21) if i != 3}, 1: "changed", 6: "f", 7: "g", 8: "h", 40: "n40", 50: "twice",
+        60: "n60", 61: "n61"}
+    assert str(stored[2]["price"]) == "3.00"
+    assert {i: r["extra"] for i, r in stored.items() if r["extra"]} == {60: "x", 61: "y"}
