@@ -41,6 +41,20 @@ def row(i: int, note: Any = None, price: str = "1.50") -> dict[str, Any]:
             "seen": f"2024-03-0{1 + i % 8} 10:00:00+00", "tags": "{1,2}" if i % 2 else "{}"}
 
 
+def mixed_changes(items: SourceTable) -> list[Record]:
+    """Changes to the 20 rows ``row(1..20)``: an update, one of unchanged TOAST, a delete and its
+    tombstone, snapshot reads (a new key, an older one), a create updated in the same batch."""
+    return [
+        items.event("u", 200, 2001, before=row(1), after=row(1, note="changed", price="2.25")),
+        items.event("u", 200, 2002, after={**row(2, price="3.00"), "note": TOAST}),  # note unchanged
+        items.event("d", 200, 2003, before=row(3)), items.tombstone(row(3)),
+        items.event("r", 150, 1500, after=row(40)),  # a snapshot read of a new key
+        items.event("r", 50, 500, after=row(4, note="older read")),  # older than the stored row: kept out
+        items.event("c", 200, 2004, after=row(50)),
+        items.event("u", 200, 2005, after=row(50, note="twice")),  # newest per key wins
+    ]
+
+
 class Roads:
     """The same batches through a long-lived applier (``steady``) and fresh ones (``general``)."""
 
@@ -83,16 +97,7 @@ def test_steady_batches_leave_what_the_general_road_leaves(spark: Any, tmp_path:
     t = items.topic
     roads = Roads(tmp_path, [t])
     roads.apply(spark, [(t, items.event("c", 100, 1000 + i, after=row(i))) for i in range(1, 21)], 0)
-    changes = [
-        (t, items.event("u", 200, 2001, before=row(1), after=row(1, note="changed", price="2.25"))),
-        (t, items.event("u", 200, 2002, after={**row(2, price="3.00"), "note": TOAST})),  # note unchanged
-        (t, items.event("d", 200, 2003, before=row(3))), (t, items.tombstone(row(3))),
-        (t, items.event("r", 150, 1500, after=row(40))),  # a snapshot read of a new key
-        (t, items.event("r", 50, 500, after=row(4, note="older read"))),  # older than the stored row: kept out
-        (t, items.event("c", 200, 2004, after=row(50))),
-        (t, items.event("u", 200, 2005, after=row(50, note="twice"))),  # newest per key wins
-    ]
-    roads.apply(spark, changes, 1)
+    roads.apply(spark, [(t, r) for r in mixed_changes(items)], 1)
     late = [(t, items.event("u", 199, 1999, after=row(3, note="late")))]  # older than the delete
     roads.apply(spark, late, 2)
     assert roads.roads == ["general", "steady", "steady"]
@@ -161,15 +166,7 @@ def test_avro_batches_take_the_one_pass_too(spark: Any, tmp_path: Path, schema_r
     t = items.topic
     roads = Roads(tmp_path, [t], schema_registry)
     roads.apply(spark, [(t, items.event("c", 100, 1000 + i, after=row(i))) for i in range(1, 21)], 0)
-    roads.apply(spark, [
-        (t, items.event("u", 200, 2001, before=row(1), after=row(1, note="changed", price="2.25"))),
-        (t, items.event("u", 200, 2002, after={**row(2, price="3.00"), "note": TOAST})),  # note unchanged
-        (t, items.event("d", 200, 2003, before=row(3))), (t, items.tombstone(row(3))),
-        (t, items.event("r", 150, 1500, after=row(40))),  # a snapshot read of a new key
-        (t, items.event("r", 50, 500, after=row(4, note="older read"))),  # older than the stored row: kept out
-        (t, items.event("c", 200, 2004, after=row(50))),
-        (t, items.event("u", 200, 2005, after=row(50, note="twice"))),  # newest per key wins
-    ], 1)
+    roads.apply(spark, [(t, r) for r in mixed_changes(items)], 1)
     roads.apply(spark, [(t, items.event("u", 199, 1999, after=row(3, note="late")))], 2)  # older than the delete
     key, value = items.event("u", 200, 2006, after=row(5, note="e"))
     assert value is not None
