@@ -183,10 +183,11 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
     """The group's records as events: the row's columns in the stored types, ``_cdc_*``, the
     names of unchanged-TOAST columns, and ``_reason`` (non-null: dead-letter).
 
-    ``every``: every framed record, decoded as if of ``group``, with three more columns:
-    ``_in_group`` (whether it is), ``key_str`` and ``_key_id``; :func:`batch_stats` with ``every`` counts the others
-    (``spark_jobs.steady``). A record of another Avro schema decoded with ``group``'s gives nulls or
-    nonsense, never a failed job (``from_avro`` is PERMISSIVE); it is counted, and the pass dropped.
+    ``every``: every framed record, decoded as if of ``group``, with more columns: ``_in_group``
+    (whether it is), ``key_str`` and, for an Avro group, ``_key_id``; :func:`batch_stats` with
+    ``every`` counts the others (``spark_jobs.steady``). A record of another Avro schema decoded
+    with ``group``'s gives nulls or nonsense, never a failed job (``from_avro`` is PERMISSIVE); it
+    is counted, and the pass dropped.
 
     The payload is parsed once, with the row images in the group's raw types. A value is
     undecodable when its stored form is null although the record carries one: only then (the
@@ -202,7 +203,7 @@ def decode(framed: Any, group: Group, columns: list[ColumnSpec], keys: list[str]
         row_ddl = "STRUCT<" + ", ".join(f"{quote(c.name)}: {c.raw_ddl}" for c in group.columns) + ">"
         typed_ddl = PAYLOAD_DDL.replace("before: STRING, after: STRING", f"before: {row_ddl}, after: {row_ddl}")
         payload = parse_json("_payload", typed_ddl, failed_field=FAILED)
-    flag = ["_in_group", "_key_id"] if every else []
+    flag = ["_in_group", *(["_key_id"] if group.avro else [])] if every else []
     op = payload["op"]
     fields = sequence.source_fields(group.schema) if group.avro else sequence.SOURCE_FIELDS  # Avro: the writer's
     base = rows.select(
@@ -348,14 +349,15 @@ def batch_stats(events: Any, columns: list[ColumnSpec], keys: list[str], every: 
     ``_reason``), ``deletes``, ``trunc`` (the newest truncate's ``_cdc_seq``), ``toasted`` (with
     unchanged-TOAST columns), ``reads`` and the key range (:func:`key_range_aggregates`); with
     ``every`` (events of :func:`decode` with ``every``) also ``others`` (records not of the group),
-    ``key`` (a record key's text) and ``key_id`` (an Avro key's schema id), as
+    ``key`` (a record key's text) and, for Avro events, ``key_id`` (a key's schema id), as
     :func:`spark_jobs.frame.discover` takes them."""
     from pyspark.sql import functions as F
 
     good = F.col("_reason").isNull()
     extra = [F.count(F.when(~F.col("_in_group"), 1)).alias("others"),
              F.first("key_str", ignorenulls=True).alias("key"),
-             F.first("_key_id", ignorenulls=True).alias("key_id")] if every else []
+             *([F.first("_key_id", ignorenulls=True).alias("key_id")] if "_key_id" in events.columns else [])
+             ] if every else []
     return events.agg(
         F.count(F.lit(1)).alias("n"),
         F.count(F.col("_reason")).alias("bad"),

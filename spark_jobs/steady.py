@@ -53,11 +53,7 @@ def plan(head: KnownHead, schemas: SchemaCache, state: StoredTable | None) -> tu
         columns = row_columns(envelope_row_struct(schema))
     except (UnsupportedSchemaError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    rec = reconcile(state.columns, [columns])
-    names = {c.name for c in rec.columns}
-    if rec.error or any(k not in names for k in state.keys):
-        return None
-    return Group(True, head.schema_hash, schema, list(state.keys), columns, None, True), rec
+    return _with_stored(Group(True, head.schema_hash, schema, list(state.keys), columns, None, True), state)
 
 
 def plan_avro(source: Any, avro: AvroSchemas, state: StoredTable | None) -> tuple[Group, Reconciled] | None:
@@ -69,6 +65,13 @@ def plan_avro(source: Any, avro: AvroSchemas, state: StoredTable | None) -> tupl
     group = decode.avro_group(source, avro)
     if group.error or group.keys != list(state.keys):
         return None
+    return _with_stored(group, state)
+
+
+def _with_stored(group: Group, state: StoredTable) -> tuple[Group, Reconciled] | None:
+    """``group`` and its columns reconciled with the stored table's (``state``, which has columns and
+    keys); None when they conflict or the key columns are not among them."""
+    assert state.columns is not None
     rec = reconcile(state.columns, [group.columns])
     names = {c.name for c in rec.columns}
     if rec.error or any(k not in names for k in state.keys):
