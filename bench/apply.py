@@ -163,6 +163,10 @@ def _phase_figures(tput: list[dict[str, float]]) -> dict[str, Figure]:
         elif name.startswith("cpu."):
             group = name.removeprefix("cpu.")
             out[f"jvm_cpu_s_per_batch.{group}"] = summarize(values, "CPU s", digits=2, note=CPU_NOTES.get(group, ""))
+        elif name == "codegen.classes":
+            out["codegen_classes_per_batch"] = summarize(
+                values, "classes", digits=0, note="classes Spark generated and compiled for the batch (Janino): "
+                "a plan whose generated code a batch already had reuses its class, and the JVM's compiled code")
         elif name.startswith("spark_"):
             out[f"{name}_per_batch"] = summarize(values, name.removeprefix("spark_"), digits=0, note=note)
         else:
@@ -422,6 +426,8 @@ def batch_phases(report: dict[str, Any]) -> dict[str, float]:
         out[f"spark_{what}"] = float(sum(p.get(what, 0) for p in spark.values()))
     for group, seconds in (report.get("jvm_cpu_s") or {}).items():
         out[f"cpu.{group}"] = float(seconds)
+    if "codegen" in report:
+        out["codegen.classes"] = float(report["codegen"].get("classes", 0))
     machine = report.get("machine_cpu_s") or {}
     capacity = float(machine.get("busy", 0.0)) + float(machine.get("idle", 0.0))
     if capacity > 0:
@@ -440,16 +446,18 @@ def batch_phases(report: dict[str, Any]) -> dict[str, float]:
 
 
 def breakdown_text(breakdown: dict[str, float]) -> str:
-    """A batch's :func:`batch_phases` for the log: milliseconds (and counts), JVM CPU seconds, then
-    how busy the machine was."""
-    ms = ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items() if not k.startswith(("cpu.", "machine.")))
+    """A batch's :func:`batch_phases` for the log: milliseconds (and counts), JVM CPU seconds, the
+    classes Spark generated, then how busy the machine was."""
+    ms = ", ".join(f"{k} {v:,.0f}" for k, v in breakdown.items() if not k.startswith(("cpu.", "machine.", "codegen.")))
     cpu = ", ".join(f"{k.removeprefix('cpu.')} {v:.2f}" for k, v in breakdown.items() if k.startswith("cpu."))
     busy = breakdown.get("machine.busy_pct")
     outside = breakdown.get("machine.outside_jvm")
     machine = "" if busy is None else f"; machine {busy:.0f} % busy"
     if busy is not None and outside is not None:
         machine += f", {outside:.2f} CPU s outside the JVM"
-    return f"ms: {ms}" + (f"; JVM CPU s: {cpu}" if cpu else "") + machine
+    generated = breakdown.get("codegen.classes")
+    classes = "" if generated is None else f"; {generated:.0f} class(es) generated"
+    return f"ms: {ms}" + (f"; JVM CPU s: {cpu}" if cpu else "") + classes + machine
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float]:

@@ -172,6 +172,12 @@ class Worker:
                               checkpoint_location=command.get("checkpoint") or f"{root}/_checkpoint",
                               subscribe=command["topic"], **extra)
 
+    def _codegen(self) -> dict[str, int]:
+        """Spark's code generation so far (``CodegenMetrics``): ``classes`` compiled by Janino (a
+        generated class found in Spark's code cache is not compiled again)."""
+        metrics = self.spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+        return {"classes": int(metrics.METRIC_COMPILATION_TIME().getCount())}
+
     def _read(self, command: dict[str, Any], start: int, end: int) -> Any:
         from spark_jobs.kafka_source import consumer_options, min_partitions
 
@@ -230,15 +236,17 @@ class Worker:
             frame = self._read(command, start, end)
             versions = {name: _latest_version(log) for name, log in logs.items()}
             cpu0, machine0, t0 = thread_cpu_s(self.jvm_pid), machine_cpu_s(), time.perf_counter()
+            codegen0 = self._codegen()
             applier(frame, index)
             seconds = time.perf_counter() - t0
             cpu = {k: round(v - cpu0.get(k, 0.0), 2) for k, v in thread_cpu_s(self.jvm_pid).items()}
             machine = {k: round(v - machine0[k], 2) for k, v in machine_cpu_s().items() if k in machine0}
+            codegen = {k: v - codegen0[k] for k, v in self._codegen().items()}
             clock = applier.last_clock
             time.sleep(0.2)  # the status tracker is fed by the listener bus, asynchronously
             report("batch", label=label, seconds=seconds,
                    phases_ms=clock.breakdown() if clock else {}, spark=clock.spark_work() if clock else {},
-                   jvm_cpu_s=cpu, machine_cpu_s=machine,
+                   jvm_cpu_s=cpu, machine_cpu_s=machine, codegen=codegen,
                    delta={name: _commits_since(log, versions[name]) for name, log in logs.items()})
         rows = self.spark.read.format("delta").load(path).count()
         report("batches_done", rows=rows, dead_letters=applier.stats["dead_letters"])

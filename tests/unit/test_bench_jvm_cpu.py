@@ -65,6 +65,18 @@ def test_the_log_line_keeps_milliseconds_and_cpu_seconds_apart() -> None:
     assert busy == "ms: merge 1; JVM CPU s: all 9.00; machine 95 % busy, 0.50 CPU s outside the JVM"
 
 
+def test_a_batch_reports_the_classes_spark_generated_for_it() -> None:
+    reports = [{"phases_ms": {"total": 5000.0}, "codegen": {"classes": n}} for n in (41, 4, 9)]
+    phases = [batch_phases(r) for r in reports]
+    assert [p["codegen.classes"] for p in phases] == [41.0, 4.0, 9.0]
+    figures = _phase_figures([{f"phase:{k}": v for k, v in p.items()} for p in phases])
+    generated = figures["codegen_classes_per_batch"]
+    assert generated["median"] == 9 and generated["unit"] == "classes"
+    assert "phase_ms.codegen.classes" not in figures
+    assert breakdown_text(phases[1]).endswith("spark_tasks 0; 4 class(es) generated")
+    assert "codegen.classes" not in batch_phases({"phases_ms": {"total": 1.0}})  # a worker that does not count them
+
+
 def test_the_machine_counts_a_busy_thread_as_busy() -> None:
     """Burning 0.3 s of CPU in this process moves the machine's busy seconds by at least that much
     (other processes only add), and busy plus idle cover the wall time on every core."""
