@@ -42,8 +42,10 @@ class ApplyJobConfig:
     (0 = not at all). ``master: null`` leaves the master to ``spark-submit``.
     ``deletion_vectors``: create the tables with Delta deletion vectors (and turn them on for
     existing ones): a MERGE marks replaced rows instead of rewriting their files
-    (``spark_jobs.dv_merge``). Off by default: delta-rs (``deltalake``) readers up to at least 1.6.6
-    refuse tables that use them, and replaced rows stay in the files until an ``OPTIMIZE``.
+    (``spark_jobs.dv_merge``). Off by default: delta-rs (``deltalake``, up to at least 1.6.6) reads
+    such tables only through its DataFusion reader (``QueryBuilder``), its PyArrow reader
+    (``to_pyarrow_table``, ``to_pandas``) refuses them, and replaced rows stay in the files until an
+    ``OPTIMIZE``.
     ``compact_deleted_share`` (with ``deletion_vectors``): the job runs ``OPTIMIZE`` on a table
     right after a MERGE that leaves at least this share of its stored rows marked deleted
     (``spark_jobs.compaction``; default 0.3, 0 = never: compact the tables yourself).
