@@ -19,6 +19,18 @@ commit is written from
   from it) and the touched files are read again without the replaced rows;
 - the touched files removed in the same commit.
 
+A batch *dense* over the files in its key range (``spark_jobs.density``: one small job counts the
+batch's keys inside each file's key statistics; rewriting every file would rewrite at most 2 % of
+their rows for nothing) skips the first join: every one of those files is rewritten as above, and
+what the MERGE replaced is counted while it writes (an ``Observation`` on the join: stored rows,
+rows updated and deleted, rows an upsert matched). The batch's provably new rows (``_dest``
+``append``, folded into the MERGE) are inserted as they are; only when the batch's other upserts
+outnumber the stored rows they matched (keys inside the range that are not stored) does the first
+join run after all, to find those and insert them in the same commit. Measured with the dev
+harness on the bench's 100,000-change batches into the 1 M-row table: the ``scan`` phase fell from
+~0.5-0.7 s to ~0.2-0.3 s (the density job), the rewrite the same (the observation costs nothing
+measurable: 1.635 s median write with and without it, 8 alternations in one JVM).
+
 Measured against the road of a larger batch on 100,000-change batches into the bench's table
 (alternating runs of the dev harness): the narrow first join is ~70 ms shorter, and the one read's
 left join and ``explode`` cost what the second read did; the batch is no faster beyond the noise,
@@ -39,10 +51,13 @@ pinned with the Delta version in ``spark_jobs.session``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
+from spark_jobs import density
+from spark_jobs.checksum_listing import iterate
 from spark_jobs.connect_schema import ColumnSpec, quote
-from spark_jobs.key_range import Bounds
+from spark_jobs.key_range import MAPPING_PROPERTY, Bounds
 from spark_jobs.merge_parts import (
     BROADCAST_ROWS,
     CHANGE_TYPE,
@@ -52,6 +67,7 @@ from spark_jobs.merge_parts import (
     MergeResult,
     OpenMerge,
     Outcome,
+    as_inserted,
     clause_rows,
     commit_merge,
     feed_enabled,
@@ -98,6 +114,10 @@ def merge_by_rewrite(
     types = {f.name: f.dataType for f in target.schema.fields}
     n_source = source.count() if source_rows is None else source_rows
     one_read = n_source <= BROADCAST_ROWS
+    plan = _dense_plan(merge, files, source, n_source, keys, types) if one_read else None
+    if plan is not None:
+        return _rewrite_every_file(spark, merge, plan, source, n_source, stored, types, columns, keys, meta, bounds,
+                                   checkpoint, app_id, batch_id)
     matched = stored_join(spark, merge, target, source, n_source, keys, bounds, checkpoint, False, narrow=one_read)
     counts = replaced_counts(matched)
     scanned = time.monotonic()
@@ -122,29 +142,139 @@ def merge_by_rewrite(
             if CHANGE_TYPE in out.columns:
                 copied = copied.select("*", F.lit(None).cast("string").alias(CHANGE_TYPE))
             out = copied.unionByName(out)
-    written_files, data_files, change_files = split_written(merge.txn.writeFiles(out._jdf))
+    written_files, data_files, _ = split_written(merge.txn.writeFiles(out._jdf))
     rewritten = time.monotonic()
 
+    live = [f.numLogicalRecords() for f in touched]
+    n_copied = (sum(int(n.get()) for n in live) - counts.updated - counts.deleted
+                if all(n.isDefined() for n in live) else None)
+    n_inserted = inserted.count() if n_copied is None else rows_in(data_files) - counts.updated - n_copied
+    _commit(spark, merge, touched, written_files, n_source, counts.updated, counts.deleted, n_inserted,
+            (scanned, rewritten), app_id, batch_id)
+    return MergeResult(Outcome.MERGED)
+
+
+def _commit(
+    spark: Any, merge: OpenMerge, touched: list[Any], written: list[Any], n_source: int, updated: int, deleted: int,
+    inserted: int, clock: tuple[float, float], app_id: str, batch_id: int,
+) -> None:
+    """Commit the rewrite: the ``touched`` files (``AddFile``s) removed, the ``written`` actions
+    added, with Delta's MERGE metrics (``clock``: when the scan and the rewrite ended)."""
+    data_files = [a for a in written if a.getClass().getSimpleName() == "AddFile"]
+    change_files = [a for a in written if a.getClass().getSimpleName() == "AddCDCFile"]
     now_ms = int(time.time() * 1000)
     removed = [f.removeWithTimestamp(now_ms, True) for f in touched]
     rows_out = rows_in(data_files)
-    replaced = counts.updated + counts.deleted
-    live = [f.numLogicalRecords() for f in touched]
-    n_copied = sum(int(n.get()) for n in live) - replaced if all(n.isDefined() for n in live) else None
-    n_inserted = inserted.count() if n_copied is None else rows_out - counts.updated - n_copied
-    commit_merge(spark, merge, [*removed, *written_files], {
+    scanned, rewritten = clock
+    commit_merge(spark, merge, [*removed, *written], {
         "numSourceRows": n_source, "operationNumSourceRows": n_source,
-        "numTargetRowsUpdated": counts.updated, "numTargetRowsMatchedUpdated": counts.updated,
-        "numTargetRowsDeleted": counts.deleted, "numTargetRowsMatchedDeleted": counts.deleted,
-        "numTargetRowsInserted": n_inserted, "numOutputRows": rows_out,
-        "numTargetRowsCopied": rows_out - counts.updated - n_inserted,
+        "numTargetRowsUpdated": updated, "numTargetRowsMatchedUpdated": updated,
+        "numTargetRowsDeleted": deleted, "numTargetRowsMatchedDeleted": deleted,
+        "numTargetRowsInserted": inserted, "numOutputRows": rows_out,
+        "numTargetRowsCopied": rows_out - updated - inserted,
         "numTargetFilesAdded": len(data_files), "numTargetChangeFilesAdded": len(change_files),
         "numTargetFilesRemoved": len(touched),
         "numTargetBytesAdded": sum(int(a.size()) for a in data_files),
         "numTargetBytesRemoved": sum(int(f.size()) for f in touched),
         "scanTimeMs": int((scanned - merge.started) * 1000), "rewriteTimeMs": int((rewritten - scanned) * 1000),
     }, app_id, batch_id)
+
+
+@dataclass(frozen=True)
+class _Dense:
+    """A batch dense over its files (``spark_jobs.density``): the ``files`` (``AddFile``s) to
+    rewrite and the rows they hold (``stored_rows``), and of the batch's rows ``upserts`` (not
+    deletes, not known new: they insert where no stored row matches) and ``new`` (``_dest``
+    ``append``: keys provably not stored)."""
+
+    files: list[Any]
+    stored_rows: int
+    upserts: int
+    new: int
+
+
+def _dense_plan(
+    merge: OpenMerge, files: Any, source: Any, n_source: int, keys: list[str], types: dict[str, Any],
+) -> _Dense | None:
+    """The rewrite of every file of ``files`` (a Scala ``Seq[AddFile]``) when ``source`` (``n_source``
+    rows) is dense over them (``spark_jobs.density``; one Spark job over the batch, none when the
+    files' statistics alone rule it out), else None: also for a table whose statistics use
+    physical names (column mapping) or lack a key column's range."""
+    from pyspark.sql import functions as F
+
+    column = density.estimate_column(keys, {name: t.typeName() for name, t in types.items()})
+    if column is None or (merge.option(MAPPING_PROPERTY) or "none") != "none":
+        return None
+    listed = iterate(files)
+    ranges = density.file_ranges([f.stats() for f in listed], column)
+    if not ranges or not density.dense(ranges, [n_source] * len(ranges)):  # not even if every key were in each
+        return None
+    merged = F.col("_dest") == "merge" if "_dest" in source.columns else F.lit(True)
+    row = source.agg(F.count(F.when(merged & (F.col("_cdc_op") != "d"), 1)), F.count(F.when(~merged, 1)),
+                     *density.in_range_counts(column, ranges, merged)).first()
+    if not density.dense(ranges, [int(n) for n in row[2:]]):
+        return None
+    return _Dense(listed, sum(r.rows for r in ranges), int(row[0]), int(row[1]))
+
+
+def _rewrite_every_file(
+    spark: Any, merge: OpenMerge, plan: _Dense, source: Any, n_source: int, stored: list[str], types: dict[str, Any],
+    columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], bounds: Bounds | None,
+    checkpoint: Checkpoint, app_id: str, batch_id: int,
+) -> MergeResult:
+    """The MERGE of a dense batch (:func:`_dense_plan`): every planned file rewritten in one read
+    joined with the batch (:func:`_touched_rewritten`), the provably new rows written beside them,
+    what it replaced counted as it writes (an ``Observation``). Only when the batch's upserts
+    outnumber the stored rows they matched (keys inside the range that are not stored) are those
+    found by joining the batch with the target's keys, and inserted in the same commit."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    feed = feed_enabled(spark, merge)
+    scanned = time.monotonic()
+    merging = source.where(F.col("_dest") == "merge") if "_dest" in source.columns else source
+    observation = Observation(f"signaller_rewrite_{batch_id}_{time.monotonic_ns()}")
+    out = _touched_rewritten(spark, merge, plan.files, merging, stored, types, columns, keys, meta, feed, observation)
+    parts = max(1, -(-n_source // SMALL_ROWS_PER_FILE))
+    if plan.new:
+        known = as_inserted(source.where(F.col("_dest") == "append"), stored, types, columns, meta)
+        out = out.unionByName(_inserted_written(known, feed, parts))
+    written = iterate(merge.txn.writeFiles(out._jdf))
+    seen = _observed(observation)
+    if seen is None:  # not reported (not seen here): counted from the target's keys instead
+        matched = stored_join(spark, merge, files_dataframe(spark, merge, scala_seq(spark, plan.files)), merging,
+                              n_source, keys, bounds, checkpoint, False, narrow=True)
+        counts = replaced_counts(matched)
+        seen = {"updated": counts.updated, "deleted": counts.deleted,
+                "matched_upserts": matched.where(F.col("_cdc_op") != "d").count()}
+    if plan.upserts != seen["matched_upserts"]:  # upserts of keys not stored: the insert clause
+        matched = stored_join(spark, merge, files_dataframe(spark, merge, scala_seq(spark, plan.files)), merging,
+                              n_source, keys, bounds, checkpoint, False, narrow=True)
+        inserted = inserted_rows(merging, matched, stored, types, columns, keys, meta)
+        written += iterate(merge.txn.writeFiles(_inserted_written(inserted, feed, parts)._jdf))
+    rewritten = time.monotonic()
+    updated, deleted = int(seen["updated"]), int(seen["deleted"])
+    kept = plan.stored_rows - updated - deleted
+    data_rows = rows_in([a for a in written if a.getClass().getSimpleName() == "AddFile"])
+    _commit(spark, merge, plan.files, written, n_source, updated, deleted, data_rows - updated - kept,
+            (scanned, rewritten), app_id, batch_id)
     return MergeResult(Outcome.MERGED)
+
+
+OBSERVED_WAIT_S = 30.0
+"""How long :func:`_observed` waits for Spark to report an observation after its write returned."""
+
+
+def _observed(observation: Any, wait_s: float = OBSERVED_WAIT_S) -> dict[str, Any] | None:
+    """The metrics of ``observation`` (attached to a DataFrame whose write has returned), or None
+    if Spark has not reported them within ``wait_s`` (the caller counts otherwise; never blocks
+    for good, as ``Observation.get`` would)."""
+    deadline = time.monotonic() + wait_s
+    while not observation._jo.future().isCompleted():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+    return dict(observation.get)
 
 
 def _copied_rows(spark: Any, merge: OpenMerge, touched: list[Any], newer: Any, keys: list[str]) -> Any:
@@ -159,13 +289,16 @@ def _copied_rows(spark: Any, merge: OpenMerge, touched: list[Any], newer: Any, k
 
 def _touched_rewritten(
     spark: Any, merge: OpenMerge, touched: list[Any], source: Any, stored: list[str], types: dict[str, Any],
-    columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], feed: bool,
+    columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], feed: bool, observation: Any = None,
 ) -> Any:
     """The rows the ``touched`` files (``AddFile``s) hold after the MERGE, from one read of them,
     each row joined with its key's event in ``source`` (broadcast): a row a newer event replaces
     becomes its update (nothing, for a delete), any other is copied. With the change data
     ``feed``, a replaced row also gives its preimage (``delete`` or ``update_preimage``) and an
-    updated one its ``update_postimage``, in a :data:`CHANGE_TYPE` column (null for data rows)."""
+    updated one its ``update_postimage``, in a :data:`CHANGE_TYPE` column (null for data rows).
+    ``observation`` (a ``pyspark.sql.Observation``): counts, as the rows are written, the stored
+    rows (``rows``), those an upsert event matched (``matched_upserts``), and those updated and
+    deleted (``updated``, ``deleted``)."""
     from pyspark.sql import functions as F
 
     rows = files_dataframe(spark, merge, scala_seq(spark, touched))
@@ -176,6 +309,12 @@ def _touched_rewritten(
     replaced = F.coalesce(F.col("_cdc_op").isNotNull() & (F.col("_cdc_seq") > F.col(STORED + "_cdc_seq")),
                           F.lit(False))
     deleted = F.col("_cdc_op") == "d"
+    if observation is not None:
+        joined = joined.observe(
+            observation, F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(F.col("_cdc_op").isNotNull() & ~deleted, 1)).alias("matched_upserts"),
+            F.count(F.when(replaced & ~deleted, 1)).alias("updated"),
+            F.count(F.when(replaced & deleted, 1)).alias("deleted"))
     updated = update_clause(stored, types, columns, meta)
     after = [F.when(replaced, updated[c]).otherwise(F.col(STORED + c)).alias(c) for c in stored]
     if not feed:

@@ -264,10 +264,20 @@ def inserted_rows(
     ``stored`` of ``types`` (null for a column the batch does not have)."""
     from pyspark.sql import functions as F
 
-    given = {c.name for c in columns} | set(meta)
     held = matched.select(*[F.col(STORED + k) for k in keys])
-    return source.join(held, same_key(keys), "left_anti").where(F.col("_cdc_op") != "d").select(
-        *[(F.col(quote(c)) if c in given else F.lit(None)).cast(types[c]).alias(c) for c in stored])
+    return as_inserted(source.join(held, same_key(keys), "left_anti").where(F.col("_cdc_op") != "d"), stored, types,
+                       columns, meta)
+
+
+def as_inserted(
+    rows: Any, stored: list[str], types: dict[str, Any], columns: list[ColumnSpec], meta: tuple[str, ...],
+) -> Any:
+    """``rows`` (events of ``columns`` and ``meta``) as the insert clause writes them: in the target's
+    columns ``stored`` of ``types``, null for a column the batch does not have."""
+    from pyspark.sql import functions as F
+
+    given = {c.name for c in columns} | set(meta)
+    return rows.select(*[(F.col(quote(c)) if c in given else F.lit(None)).cast(types[c]).alias(c) for c in stored])
 
 
 def replaced_counts(matched: Any) -> Any:

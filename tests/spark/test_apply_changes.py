@@ -28,6 +28,7 @@ import pytest
 from devtools import StackSettings
 from signaller.model import Column
 from signaller.sources.postgres.codecs import TypeModes
+from spark_jobs import density
 from spark_jobs.apply_changes import BatchApplier, start_query
 from spark_jobs.job_config import ApplyJobConfig
 from tests.kafka_helpers import create_topic, produce
@@ -148,21 +149,30 @@ def _bad_qty(record: Record) -> Record:
     return record[0], json.dumps(value).encode()
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["copy-on-write", "deletion-vectors"])
+EVERY_BATCH_DENSE = "copy-on-write-dense"
+
+
+@pytest.fixture(scope="module", params=["copy-on-write", "deletion-vectors", EVERY_BATCH_DENSE])
 def scenario(spark: Any, stack: StackSettings, tmp_path_factory: pytest.TempPathFactory,
              request: pytest.FixtureRequest) -> Iterator[Scenario]:
-    """The scenario, once with copy-on-write MERGEs and once with deletion vectors
-    (``spark_jobs.dv_merge``) and statistics on the key columns only (``data_skipping_stats``):
-    every test below holds for both."""
+    """The scenario with copy-on-write MERGEs, with deletion vectors (``spark_jobs.dv_merge``) and
+    statistics on the key columns only (``data_skipping_stats``), and with copy-on-write MERGEs
+    that take every batch as dense over its files (``spark_jobs.density``: every file in the key
+    range rewritten without first finding the touched ones): every test below holds for all three."""
     import uuid
 
+    deletion_vectors = request.param == "deletion-vectors"
+    patch = pytest.MonkeyPatch()
+    request.addfinalizer(patch.undo)
+    if request.param == EVERY_BATCH_DENSE:
+        patch.setattr(density, "MAX_WASTE", 1.0)
     unique = uuid.uuid4().hex[:10]
     prefix, root = f"t{unique}", tmp_path_factory.mktemp("apply")
     cfg = ApplyJobConfig(
         bootstrap_servers=stack.bootstrap_servers, subscribe_pattern=re.escape(prefix) + r"\..*", topic_prefix=prefix,
         target_root=str(root / "delta"), checkpoint_location=str(root / "checkpoint"), available_now=True,
-        target_catalog_prefix=f"cdc{unique}.", cluster_by={"public.items": ["id"]}, deletion_vectors=request.param,
-        data_skipping_stats="keys" if request.param else "all",
+        target_catalog_prefix=f"cdc{unique}.", cluster_by={"public.items": ["id"]}, deletion_vectors=deletion_vectors,
+        data_skipping_stats="keys" if deletion_vectors else "all",
     )
     items = SourceTable(prefix, "items", [ID, col("name", "text"), col("qty", "int8"), col("note", "text"),
                                           col("codes", "_int4")])

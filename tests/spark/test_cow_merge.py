@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from spark_jobs import cow_merge
+from spark_jobs import cow_merge, density
 from spark_jobs.batch_cache import BatchCache
 from spark_jobs.cow_merge import merge_by_rewrite
 from spark_jobs.key_range import Bounds
@@ -49,13 +49,16 @@ def _last(spark: Any, path: str) -> Any:
     return spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").first()
 
 
-@pytest.fixture(params=["one read", "batch not broadcast"])
+@pytest.fixture(params=["one read", "batch not broadcast", "dense"])
 def road(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both roads of the rewrite: the touched files read once, joined with the broadcast batch,
-    and (a batch over ``BROADCAST_ROWS``) the stored rows matched kept whole, the touched files
-    read again for the copied rows."""
+    """Every road of the rewrite: the touched files read once, joined with the broadcast batch;
+    (a batch over ``BROADCAST_ROWS``) the stored rows matched kept whole, the touched files read
+    again for the copied rows; and (a batch dense over its files, ``spark_jobs.density``: here
+    every batch) every file in the key range rewritten without first finding the touched ones."""
     if request.param == "batch not broadcast":
         monkeypatch.setattr(cow_merge, "BROADCAST_ROWS", 0)
+    if request.param == "dense":
+        monkeypatch.setattr(density, "MAX_WASTE", 1.0)
     return str(request.param)
 
 
@@ -196,3 +199,57 @@ def test_tables_it_declines_get_deltas_merge(spark: Any, tmp_path: Path, why: st
         spark.conf.unset(key)
     assert contents(spark, path) == (EXPECTED_ROWS, EXPECTED_FEED)
     assert _last(spark, path).operation == "MERGE"
+
+
+def _dense_batch(spark: Any) -> Any:
+    """:func:`make_batch` tagged as the job tags it (``_dest``), with two provably new rows folded in."""
+    from pyspark.sql import functions as F
+
+    new = spark.createDataFrame([("us", 30, "n30", "x", seq(20), "c", 1, []), ("eu", 31, "n31", None, seq(20), "r", 1,
+                                                                                []),], SOURCE_DDL)
+    return make_batch(spark).withColumn("_dest", F.lit("merge")).unionByName(
+        new.withColumn("_dest", F.lit("append"))).localCheckpoint(eager=True)
+
+
+@pytest.mark.parametrize("observed", [True, False])
+def test_a_dense_batch_rewrites_every_file_and_commits_what_deltas_merge_commits(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, observed: bool,
+) -> None:
+    """Every file in range rewritten, the replaced rows counted as they are written (or, when
+    Spark does not report the observation, from a join), the provably new rows inserted as they
+    are and the upsert of a key not stored (us/3) found and inserted: rows, feed and metrics are
+    Delta's MERGE's."""
+    monkeypatch.setattr(density, "MAX_WASTE", 1.0)
+    if not observed:
+        monkeypatch.setattr(cow_merge, "_observed", lambda observation: None)
+    ours, theirs = (make_table(spark, tmp_path / name, deletion_vectors=False) for name in ("ours", "delta"))
+    spark.createDataFrame([("zz", 9, "other", "n9", seq(10), "c", 0)], DDL).coalesce(1).write.format("delta").mode(
+        "append").save(ours)  # a second file; its rows replaced by nothing, copied
+    spark.createDataFrame([("zz", 9, "other", "n9", seq(10), "c", 0)], DDL).coalesce(1).write.format("delta").mode(
+        "append").save(theirs)
+    before = {f["path"] for f in live_files(ours)}
+    assert _merge(spark, ours, source=_dense_batch(spark)).outcome is Outcome.MERGED
+    reference = make_writer(tmp_path, False, delta_merge=True)
+    reference.merge(spark, _dense_batch(spark), COLUMNS, KEYS, theirs, "public.t", 7, [])
+    reference.clear_txn(spark)
+
+    mine, delta = contents(spark, ours), contents(spark, theirs)
+    assert mine == delta
+    assert mine[0] == EXPECTED_ROWS | {("us", 30, "n30", "x"), ("eu", 31, "n31", None), ("zz", 9, "other", "n9")}
+    assert {f["path"] for f in live_files(ours)}.isdisjoint(before)  # both files rewritten
+    metrics = _last(spark, ours).operationMetrics
+    assert {k: int(metrics[k]) for k in COMPARED[:4]} == {k: int(_last(spark, theirs).operationMetrics[k])
+                                                          for k in COMPARED[:4]}
+    assert {k: int(metrics[k]) for k in COMPARED} == {
+        "numSourceRows": 7, "numTargetRowsUpdated": 1, "numTargetRowsDeleted": 1, "numTargetRowsInserted": 3,
+        "numTargetRowsCopied": 3, "numTargetFilesRemoved": 2, "numTargetDeletionVectorsAdded": 0}
+
+
+def test_a_batch_not_dense_over_its_files_rewrites_only_the_touched_ones(spark: Any, tmp_path: Path) -> None:
+    """With the real threshold, a batch of a few keys is not dense: the file it does not touch stays."""
+    path = make_table(spark, tmp_path / "t", deletion_vectors=False)
+    spark.createDataFrame([("eu", 9, "other", "n9", seq(10), "c", 0)], DDL).coalesce(1).write.format("delta").mode(
+        "append").save(path)
+    before = {f["path"] for f in live_files(path)}
+    assert _merge(spark, path, source=_dense_batch(spark)).outcome is Outcome.MERGED
+    assert len(before - {f["path"] for f in live_files(path)}) == 1
