@@ -7,7 +7,8 @@ after one ``make bench`` (it reads the apply section's cached 1,000,000-row tabl
 file.
 
 One copy of the table per mode (``deletion-vectors``: with deletion vectors on). Every batch (90 %
-updates and deletes of stored keys, drawn at random, 10 % inserts of new keys) goes through
+updates and deletes of stored keys, drawn at random, 10 % inserts of new keys, tagged ``_dest`` as
+the job's split tags them: provably new, folded into the MERGE) goes through
 ``DeltaWriter.merge`` into each, the order rotating per batch, in one JVM, so the machine's slow
 and fast phases hit all. Prints the seconds per MERGE, then checks that every table holds the
 same rows and the same change data feed as the first mode's.
@@ -33,19 +34,23 @@ def _batch(spark: Any, target: Any, columns: list[str], changes: int, rows: int,
 
     stored = target.select("id").sample(0.09 * changes / 100_000 * 1_000_000 / rows, seed=11 + i)
     stored = stored.limit(changes * 9 // 10).select(
-        "id", F.when(F.rand(3) < 1 / 9, F.lit("d")).otherwise(F.lit("u")).alias("_cdc_op"))
+        "id", F.when(F.rand(3) < 1 / 9, F.lit("d")).otherwise(F.lit("u")).alias("_cdc_op"),
+        F.lit("merge").alias("_dest"))
     first_new = rows + 10_000_000 + changes // 10 * i
-    new = spark.range(first_new, first_new + changes // 10).select("id", F.lit("c").alias("_cdc_op"))
+    new = spark.range(first_new, first_new + changes // 10).select("id", F.lit("c").alias("_cdc_op"),
+                                                                   F.lit("append").alias("_dest"))
     seq = F.struct(F.lit((1 << 50) + i).cast("bigint").alias("commit_lsn"), F.col("id").alias("lsn"),
                    F.lit(0).cast("bigint").alias("kafka_offset"))
     values = [(F.col("id") % 1000 + i).cast(target.schema[c].dataType).alias(c) for c in columns if c != "id"]
     return stored.unionByName(new).select(
         "id", *values, seq.alias("_cdc_seq"), "_cdc_op", F.lit(1_700_000_000_000).alias("_cdc_ts_ms"),
-        F.array().cast("array<string>").alias("_cdc_unchanged")).localCheckpoint(eager=True)
+        F.array().cast("array<string>").alias("_cdc_unchanged"), "_dest").localCheckpoint(eager=True)
 
 
-MODES = ("delta-merge", "copy-on-write", "deletion-vectors")
-"""Delta's own MERGE (``DeltaWriter(delta_merge=True)``), ``spark_jobs.cow_merge``, ``spark_jobs.dv_merge``."""
+MODES = ("delta-merge", "copy-on-write", "scan-first", "deletion-vectors")
+"""Delta's own MERGE (``DeltaWriter(delta_merge=True)``), ``spark_jobs.cow_merge``, the same with its
+dense road off (``spark_jobs.density``: the touched files always found by a join first),
+``spark_jobs.dv_merge``."""
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -55,6 +60,7 @@ def _same(a: Any, b: Any) -> bool:
 def main(argv: list[str] | None = None) -> int:
     from bench.apply import cached_table_path
     from devtools.spark import jars_dir
+    from spark_jobs import density
     from spark_jobs.batch_cache import BatchCache
     from spark_jobs.connect_schema import ColumnSpec
     from spark_jobs.job_config import ApplyJobConfig
@@ -97,14 +103,18 @@ def main(argv: list[str] | None = None) -> int:
         delta_merge=mode == "delta-merge") for mode in paths}
     first = {p: int(spark.sql(f"DESCRIBE HISTORY delta.`{p}` LIMIT 1").first().version) + 1 for p in paths.values()}
     seconds: dict[str, list[float]] = {mode: [] for mode in paths}
+    dense_waste = density.MAX_WASTE
     try:
         for i in range(args.batches):
-            batch = _batch(spark, target, columns, args.changes, args.rows, i)
+            # stored keys drawn from the tables as they are (all alike): no update of a key deleted before
+            batch = _batch(spark, spark.read.format("delta").load(paths[modes[0]]), columns, args.changes, args.rows, i)
             low, high = batch.selectExpr("min(id)", "max(id)").first()
             order = modes[i % len(modes):] + modes[:i % len(modes)]
             for mode in order:
                 started = time.perf_counter()
+                density.MAX_WASTE = -1.0 if mode == "scan-first" else dense_waste
                 writers[mode].merge(spark, batch, specs, ["id"], paths[mode], "bench", i, [("id", str(low), str(high))])
+                density.MAX_WASTE = dense_waste
                 writers[mode].clear_txn(spark)
                 cache.release()
                 seconds[mode].append(time.perf_counter() - started)

@@ -21,15 +21,19 @@ commit is written from
 
 A batch *dense* over the files in its key range (``spark_jobs.density``: one small job counts the
 batch's keys inside each file's key statistics; rewriting every file would rewrite at most 2 % of
-their rows for nothing) skips the first join: every one of those files is rewritten as above, and
+their rows for nothing) skips the first join: every one of those files whose key range holds a key
+of the batch is rewritten as above (the others cannot hold a row it replaces, and stay), and
 what the MERGE replaced is counted while it writes (an ``Observation`` on the join: stored rows,
 rows updated and deleted, rows an upsert matched). The batch's provably new rows (``_dest``
 ``append``, folded into the MERGE) are inserted as they are; only when the batch's other upserts
 outnumber the stored rows they matched (keys inside the range that are not stored) does the first
-join run after all, to find those and insert them in the same commit. Measured with the dev
-harness on the bench's 100,000-change batches into the 1 M-row table: the ``scan`` phase fell from
-~0.5-0.7 s to ~0.2-0.3 s (the density job), the rewrite the same (the observation costs nothing
-measurable: 1.635 s median write with and without it, 8 alternations in one JVM).
+join run after all, to find those and insert them in the same commit; the caller then keeps the
+first join for the table's next batches (``spark_jobs.writes``), since such keys tend to recur
+(keys not assigned in order, re-inserted keys). ``python -m bench.merge_ab --modes
+copy-on-write,scan-first`` (one JVM, alternating, the bench's 1 M-row table): median MERGE 2.43 s
+against 2.94 s per 100,000-change batch of stored keys (scan 208 against 601 ms, rewrite the
+same: the observation costs nothing measurable, 1.635 s median write with and without it), and
+3.09 s against 2.82 s when each batch also upserts ~1,000 keys the table does not hold.
 
 Measured against the road of a larger batch on 100,000-change batches into the bench's table
 (alternating runs of the dev harness): the narrow first join is ~70 ms shorter, and the one read's
@@ -94,13 +98,15 @@ of the scan."""
 def merge_by_rewrite(
     spark: Any, source: Any, columns: list[ColumnSpec], keys: list[str], meta: tuple[str, ...], path: str,
     app_id: str, batch_id: int, bounds: Bounds | None, checkpoint: Checkpoint, source_rows: int | None = None,
+    dense: bool = True,
 ) -> MergeResult:
     """MERGE ``source`` (the batch's newest event per key, materialized; ``columns`` and ``meta``)
     into the Delta table at ``path`` as the module docstring says. ``bounds``: the key range every
     source key lies in (``spark_jobs.key_range``: the files outside it are not read), or None.
     Writes nothing when the table already holds ``batch_id`` for ``app_id`` (``ALREADY_APPLIED``)
     or when it declines (``NOT_TAKEN``). ``source_rows``: ``source``'s row count if the caller knows it
-    (else counted here: a Spark job)."""
+    (else counted here: a Spark job). ``dense``: False keeps the first join even for a dense batch
+    (see ``MergeResult.unstored_upserts``)."""
     from pyspark.sql import functions as F
 
     merge = open_merge(spark, path, app_id, batch_id, True)
@@ -114,7 +120,7 @@ def merge_by_rewrite(
     types = {f.name: f.dataType for f in target.schema.fields}
     n_source = source.count() if source_rows is None else source_rows
     one_read = n_source <= BROADCAST_ROWS
-    plan = _dense_plan(merge, files, source, n_source, keys, types) if one_read else None
+    plan = _dense_plan(merge, files, source, n_source, keys, types) if one_read and dense else None
     if plan is not None:
         return _rewrite_every_file(spark, merge, plan, source, n_source, stored, types, columns, keys, meta, bounds,
                                    checkpoint, app_id, batch_id)
@@ -196,10 +202,11 @@ class _Dense:
 def _dense_plan(
     merge: OpenMerge, files: Any, source: Any, n_source: int, keys: list[str], types: dict[str, Any],
 ) -> _Dense | None:
-    """The rewrite of every file of ``files`` (a Scala ``Seq[AddFile]``) when ``source`` (``n_source``
-    rows) is dense over them (``spark_jobs.density``; one Spark job over the batch, none when the
-    files' statistics alone rule it out), else None: also for a table whose statistics use
-    physical names (column mapping) or lack a key column's range."""
+    """The rewrite of every file of ``files`` (a Scala ``Seq[AddFile]``) whose key range holds a key of
+    ``source`` (``n_source`` rows) when ``source`` is dense over those (``spark_jobs.density``; one
+    Spark job over the batch, none when the files' statistics alone rule it out), else None: also
+    when no file's range holds a key, and for a table whose statistics use physical names (column
+    mapping) or lack a key column's range."""
     from pyspark.sql import functions as F
 
     column = density.estimate_column(keys, {name: t.typeName() for name, t in types.items()})
@@ -212,9 +219,12 @@ def _dense_plan(
     merged = F.col("_dest") == "merge" if "_dest" in source.columns else F.lit(True)
     row = source.agg(F.count(F.when(merged & (F.col("_cdc_op") != "d"), 1)), F.count(F.when(~merged, 1)),
                      *density.in_range_counts(column, ranges, merged)).first()
-    if not density.dense(ranges, [int(n) for n in row[2:]]):
+    # a file whose key range holds none of the batch's keys cannot hold a row the batch replaces:
+    # it stays, whatever the rest (the batch's key range, rounded outward, selects such neighbours)
+    reached = [(f, r, int(n)) for f, r, n in zip(listed, ranges, row[2:], strict=True) if n]
+    if not reached or not density.dense([r for _, r, _ in reached], [n for _, _, n in reached]):
         return None
-    return _Dense(listed, sum(r.rows for r in ranges), int(row[0]), int(row[1]))
+    return _Dense([f for f, _, _ in reached], sum(r.rows for _, r, _ in reached), int(row[0]), int(row[1]))
 
 
 def _rewrite_every_file(
@@ -247,7 +257,8 @@ def _rewrite_every_file(
         counts = replaced_counts(matched)
         seen = {"updated": counts.updated, "deleted": counts.deleted,
                 "matched_upserts": matched.where(F.col("_cdc_op") != "d").count()}
-    if plan.upserts != seen["matched_upserts"]:  # upserts of keys not stored: the insert clause
+    unstored = plan.upserts != seen["matched_upserts"]
+    if unstored:  # upserts of keys not stored: the insert clause
         matched = stored_join(spark, merge, files_dataframe(spark, merge, scala_seq(spark, plan.files)), merging,
                               n_source, keys, bounds, checkpoint, False, narrow=True)
         inserted = inserted_rows(merging, matched, stored, types, columns, keys, meta)
@@ -258,7 +269,7 @@ def _rewrite_every_file(
     data_rows = rows_in([a for a in written if a.getClass().getSimpleName() == "AddFile"])
     _commit(spark, merge, plan.files, written, n_source, updated, deleted, data_rows - updated - kept,
             (scanned, rewritten), app_id, batch_id)
-    return MergeResult(Outcome.MERGED)
+    return MergeResult(Outcome.MERGED, unstored_upserts=unstored)
 
 
 OBSERVED_WAIT_S = 30.0

@@ -63,10 +63,13 @@ class Outcome(enum.Enum):
 class MergeResult:
     """What a MERGE did, and (``MERGED``, deletion vectors) the share of the table's stored rows
     marked deleted after the commit (None: not counted, or a file without statistics;
-    ``spark_jobs.compaction.deleted_share``)."""
+    ``spark_jobs.compaction.deleted_share``). ``unstored_upserts``: the copy-on-write MERGE took a
+    batch as dense (``spark_jobs.density``) and then found upserts of keys inside the range that
+    the table does not hold, which cost it the join it skips."""
 
     outcome: Outcome
     deleted_share: float | None = None
+    unstored_upserts: bool = False
 
 
 Checkpoint = Callable[[Any, bool], Any]

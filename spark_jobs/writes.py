@@ -51,6 +51,7 @@ class DeltaWriter:
         self._ranges: dict[str, split.KeyRange | None] = {}  # per table: its keys lie inside
         self._compaction_due: set[str] = set()  # tables whose last MERGE left enough rows marked deleted
         self._merged: set[str] = set()  # tables a MERGE of the current batch wrote (or found applied)
+        self._join_first: dict[str, int] = {}  # tables whose next MERGEs keep the first join: how many
 
     def truncate(self, spark: Any, path: str, name: str, batch_id: int, horizon: tuple[int, int, int]) -> None:
         """Delete every stored row older than ``horizon`` (a truncate's ``_cdc_seq``)."""
@@ -234,8 +235,9 @@ class DeltaWriter:
         reads the table's files from its checksum: with ``deletion_vectors`` (and the table's
         deletion vectors on) from one join (``spark_jobs.dv_merge``; the table is due for
         :meth:`compact` when that leaves ``compact_deleted_share`` of its rows marked deleted), else
-        by rewriting the touched files (``spark_jobs.cow_merge``). Where those decline, it is
-        Delta's MERGE."""
+        by rewriting the touched files (``spark_jobs.cow_merge``; all files in range for a batch
+        dense over them, but not for :data:`JOIN_FIRST_AFTER_UNSTORED` MERGEs after one that found
+        upserts of keys the table does not hold). Where those decline, it is Delta's MERGE."""
         from delta.tables import DeltaTable
 
         app_id = self._app_id("merge", name)
@@ -249,9 +251,14 @@ class DeltaWriter:
             if result.outcome is not Outcome.NOT_ENABLED:
                 return
         if not self._delta_merge:
+            waiting = self._join_first.pop(path, 0)
+            if waiting > 1:
+                self._join_first[path] = waiting - 1
             result = merge_by_rewrite(
                 spark, latest, columns, keys, META_COLUMNS, path, app_id, batch_id, bounds, self._checkpoint,
-                source_rows)
+                source_rows, dense=not waiting)
+            if result.unstored_upserts:
+                self._join_first[path] = JOIN_FIRST_AFTER_UNSTORED
             if result.outcome is not Outcome.NOT_TAKEN:
                 return
 
@@ -277,6 +284,12 @@ class DeltaWriter:
             .whenNotMatchedInsert(condition="s._cdc_op != 'd'", values=insert)
             .execute()
         )
+
+
+JOIN_FIRST_AFTER_UNSTORED = 8
+"""After a dense batch (``spark_jobs.density``) upserted keys inside the range the table does not
+hold, the table's next this many copy-on-write MERGEs find the touched files by a join first: the
+dense road had to run that join anyway, after its rewrite, to find those keys."""
 
 
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"

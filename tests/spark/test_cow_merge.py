@@ -215,28 +215,37 @@ def _dense_batch(spark: Any) -> Any:
 def test_a_dense_batch_rewrites_every_file_and_commits_what_deltas_merge_commits(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, observed: bool,
 ) -> None:
-    """Every file in range rewritten, the replaced rows counted as they are written (or, when
-    Spark does not report the observation, from a join), the provably new rows inserted as they
-    are and the upsert of a key not stored (us/3) found and inserted: rows, feed and metrics are
-    Delta's MERGE's."""
+    """Every file whose key range holds a key of the batch rewritten, the replaced rows counted as
+    they are written (or, when Spark does not report the observation, from a join), the provably
+    new rows inserted as they are and the upsert of a key not stored (us/3) found and inserted:
+    rows, feed and metrics are Delta's MERGE's. A file whose key range holds no key of the batch
+    stays as it is."""
     monkeypatch.setattr(density, "MAX_WASTE", 1.0)
     if not observed:
         monkeypatch.setattr(cow_merge, "_observed", lambda observation: None)
     ours, theirs = (make_table(spark, tmp_path / name, deletion_vectors=False) for name in ("ours", "delta"))
-    spark.createDataFrame([("zz", 9, "other", "n9", seq(10), "c", 0)], DDL).coalesce(1).write.format("delta").mode(
-        "append").save(ours)  # a second file; its rows replaced by nothing, copied
-    spark.createDataFrame([("zz", 9, "other", "n9", seq(10), "c", 0)], DDL).coalesce(1).write.format("delta").mode(
-        "append").save(theirs)
-    before = {f["path"] for f in live_files(ours)}
-    assert _merge(spark, ours, source=_dense_batch(spark)).outcome is Outcome.MERGED
+    for path in (ours, theirs):
+        for row in [("zz", 2, "other", "n9", seq(10), "c", 0),  # id 2 is in the batch: read, copied
+                    ("zz", 50, "far", "n50", seq(10), "c", 0)]:  # no id of the batch: not read
+            spark.createDataFrame([row], DDL).coalesce(1).write.format("delta").mode("append").save(path)
+    far = {f["path"] for f in live_files(ours) if '"id":50' in f["stats"]}
+    assert len(far) == 1
+    before = {f["path"] for f in live_files(ours)} - far
+    result = _merge(spark, ours, source=_dense_batch(spark))
+    last_result = {"unstored_upserts": result.unstored_upserts}
+    assert result.outcome is Outcome.MERGED
     reference = make_writer(tmp_path, False, delta_merge=True)
     reference.merge(spark, _dense_batch(spark), COLUMNS, KEYS, theirs, "public.t", 7, [])
     reference.clear_txn(spark)
 
     mine, delta = contents(spark, ours), contents(spark, theirs)
     assert mine == delta
-    assert mine[0] == EXPECTED_ROWS | {("us", 30, "n30", "x"), ("eu", 31, "n31", None), ("zz", 9, "other", "n9")}
-    assert {f["path"] for f in live_files(ours)}.isdisjoint(before)  # both files rewritten
+    assert last_result["unstored_upserts"] is True  # us/3: inside the range, not stored
+    assert mine[0] == EXPECTED_ROWS | {("us", 30, "n30", "x"), ("eu", 31, "n31", None), ("zz", 2, "other", "n9"),
+                                       ("zz", 50, "far", "n50")}
+    after = {f["path"] for f in live_files(ours)}
+    assert after.isdisjoint(before)  # both files rewritten, the one zz/2 alone in too
+    assert far <= after
     metrics = _last(spark, ours).operationMetrics
     assert {k: int(metrics[k]) for k in COMPARED[:4]} == {k: int(_last(spark, theirs).operationMetrics[k])
                                                           for k in COMPARED[:4]}
@@ -253,3 +262,36 @@ def test_a_batch_not_dense_over_its_files_rewrites_only_the_touched_ones(spark: 
     before = {f["path"] for f in live_files(path)}
     assert _merge(spark, path, source=_dense_batch(spark)).outcome is Outcome.MERGED
     assert len(before - {f["path"] for f in live_files(path)}) == 1
+
+
+def test_after_a_dense_batch_upserted_keys_not_stored_the_next_merges_join_first(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The dense road had to join after its rewrite to find us/3: the table's next
+    ``JOIN_FIRST_AFTER_UNSTORED`` MERGEs take the first join; then the dense road again. A dense
+    batch of stored keys only finds none."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs import writes
+
+    monkeypatch.setattr(density, "MAX_WASTE", 1.0)
+    monkeypatch.setattr(writes, "JOIN_FIRST_AFTER_UNSTORED", 2)
+    asked: list[bool] = []
+    found: list[bool] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        asked.append(bool(kwargs["dense"]))
+        result = merge_by_rewrite(*args, **kwargs)
+        found.append(result.unstored_upserts)
+        return result
+
+    monkeypatch.setattr(writes, "merge_by_rewrite", spy)
+    path = make_table(spark, tmp_path / "t", deletion_vectors=False)
+    writer = make_writer(tmp_path, False)
+    stored_only = spark.createDataFrame([("eu", 1, "a3", "x", seq(90), "u", 1, [])], SOURCE_DDL).withColumn(
+        "_dest", F.lit("merge"))
+    for batch_id, batch in enumerate([_dense_batch(spark), stored_only, stored_only, stored_only], start=1):
+        writer.merge(spark, batch.localCheckpoint(eager=True), COLUMNS, KEYS, path, "public.t", batch_id, [])
+        writer.clear_txn(spark)
+    assert asked == [True, False, False, True]
+    assert found == [True, False, False, False]
