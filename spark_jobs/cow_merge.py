@@ -33,7 +33,8 @@ first join for the table's next batches (``spark_jobs.writes``), since such keys
 copy-on-write,scan-first`` (one JVM, alternating, the bench's 1 M-row table): median MERGE 2.43 s
 against 2.94 s per 100,000-change batch of stored keys (scan 208 against 601 ms, rewrite the
 same: the observation costs nothing measurable, 1.635 s median write with and without it), and
-3.09 s against 2.82 s when each batch also upserts ~1,000 keys the table does not hold.
+3.09 s against 2.82 s when every batch also upserted thousands of keys deleted before (the dense
+road taken every batch, before the caller's join-first rule).
 
 Measured against the road of a larger batch on 100,000-change batches into the bench's table
 (alternating runs of the dev harness): the narrow first join is ~70 ms shorter, and the one read's
