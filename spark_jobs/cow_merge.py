@@ -251,18 +251,22 @@ def _rewrite_every_file(
         known = as_inserted(source.where(F.col("_dest") == "append"), stored, types, columns, meta)
         out = out.unionByName(_inserted_written(known, feed, parts))
     written = iterate(merge.txn.writeFiles(out._jdf))
+
+    def key_join() -> Any:  # the first join, after all
+        return stored_join(spark, merge, files_dataframe(spark, merge, scala_seq(spark, plan.files)), merging,
+                           n_source, keys, bounds, checkpoint, False, narrow=True)
+
+    matched = None
     seen = _observed(observation)
     if seen is None:  # not reported (not seen here): counted from the target's keys instead
-        matched = stored_join(spark, merge, files_dataframe(spark, merge, scala_seq(spark, plan.files)), merging,
-                              n_source, keys, bounds, checkpoint, False, narrow=True)
+        matched = key_join()
         counts = replaced_counts(matched)
         seen = {"updated": counts.updated, "deleted": counts.deleted,
                 "matched_upserts": matched.where(F.col("_cdc_op") != "d").count()}
     unstored = plan.upserts != seen["matched_upserts"]
     if unstored:  # upserts of keys not stored: the insert clause
-        matched = stored_join(spark, merge, files_dataframe(spark, merge, scala_seq(spark, plan.files)), merging,
-                              n_source, keys, bounds, checkpoint, False, narrow=True)
-        inserted = inserted_rows(merging, matched, stored, types, columns, keys, meta)
+        inserted = inserted_rows(merging, key_join() if matched is None else matched, stored, types, columns, keys,
+                                 meta)
         written += iterate(merge.txn.writeFiles(_inserted_written(inserted, feed, parts)._jdf))
     rewritten = time.monotonic()
     updated, deleted = int(seen["updated"]), int(seen["deleted"])
