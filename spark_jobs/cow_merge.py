@@ -80,6 +80,7 @@ from spark_jobs.merge_parts import (
     inserted_rows,
     listed_files_in_range,
     newer_rows,
+    of_kind,
     open_merge,
     replaced_counts,
     rows_in,
@@ -167,8 +168,7 @@ def _commit(
 ) -> None:
     """Commit the rewrite: the ``touched`` files (``AddFile``s) removed, the ``written`` actions
     added, with Delta's MERGE metrics (``clock``: when the scan and the rewrite ended)."""
-    data_files = [a for a in written if a.getClass().getSimpleName() == "AddFile"]
-    change_files = [a for a in written if a.getClass().getSimpleName() == "AddCDCFile"]
+    data_files, change_files = of_kind(written, "AddFile"), of_kind(written, "AddCDCFile")
     now_ms = int(time.time() * 1000)
     removed = [f.removeWithTimestamp(now_ms, True) for f in touched]
     rows_out = rows_in(data_files)
@@ -271,7 +271,7 @@ def _rewrite_every_file(
     rewritten = time.monotonic()
     updated, deleted = int(seen["updated"]), int(seen["deleted"])
     kept = plan.stored_rows - updated - deleted
-    data_rows = rows_in([a for a in written if a.getClass().getSimpleName() == "AddFile"])
+    data_rows = rows_in(of_kind(written, "AddFile"))
     _commit(spark, merge, plan.files, written, n_source, updated, deleted, data_rows - updated - kept,
             (scanned, rewritten), app_id, batch_id)
     return MergeResult(Outcome.MERGED, unstored_upserts=unstored)

@@ -298,8 +298,12 @@ def split_written(written: Any) -> tuple[list[Any], list[Any], list[Any]]:
     """The actions ``writeFiles`` returned: all of them, the data files (``AddFile``), the change
     files (``AddCDCFile``)."""
     actions = iterate(written)
-    return (actions, [a for a in actions if a.getClass().getSimpleName() == "AddFile"],
-            [a for a in actions if a.getClass().getSimpleName() == "AddCDCFile"])
+    return actions, of_kind(actions, "AddFile"), of_kind(actions, "AddCDCFile")
+
+
+def of_kind(actions: list[Any], kind: str) -> list[Any]:
+    """The Delta actions of ``actions`` whose class is ``kind`` (``AddFile``, ``AddCDCFile``, ...)."""
+    return [a for a in actions if a.getClass().getSimpleName() == kind]
 
 
 def rows_in(files: list[Any]) -> int:
