@@ -3,7 +3,8 @@
 :class:`DeltaTables` reads a table's state (columns as the job declared them, key columns, truncate
 horizon, Delta types, properties) once and keeps it while this job, the tables' only writer, does
 not change it; :meth:`DeltaTables.ensure` creates a table or evolves it (new columns, widened
-types, the declared schema and keys as table properties, the catalog name). Call on the driver,
+types, the declared schema and keys as table properties, Parquet's dictionary encoding off for the
+columns unique per row (``spark_jobs.parquet_encoding``), the catalog name). Call on the driver,
 inside a batch; a restart re-reads every state from the tables.
 """
 
@@ -13,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from spark_jobs import sequence
+from spark_jobs import parquet_encoding, sequence
 from spark_jobs.connect_schema import ColumnSpec, Reconciled, column_spec, connect_node_of_spark, quote
 from spark_jobs.job_config import ApplyJobConfig, JobConfigError
 from spark_jobs.sqltext import sql_string
@@ -112,6 +113,8 @@ class DeltaTables:
             dv = f", {DV_PROP} = true" if self.cfg.deletion_vectors else ""
             if self.cfg.data_skipping_stats == "keys":
                 dv += f", {sql_string(STATS_PROP)} = {sql_string(stats_columns(keys))}"
+            plain = parquet_encoding.dictionary_off(keys)
+            dv += "".join(f", {sql_string(k)} = {sql_string(v)}" for k, v in plain.items())
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {target} ({cols}, {META_DDL}) USING DELTA {layout} "
                 f"TBLPROPERTIES (delta.enableChangeDataFeed = true{dv}, {sql_string(PROP_KEYS)} = "
@@ -137,6 +140,11 @@ class DeltaTables:
             wanted = stats_columns(keys)
             if self.cfg.data_skipping_stats == "keys" and state.properties.get(STATS_PROP) != wanted:
                 spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({sql_string(STATS_PROP)} = {sql_string(wanted)})")
+                self.forget(path)
+            plain = parquet_encoding.dictionary_off(keys, state.properties)
+            if plain:  # a table created before the job set them: once
+                pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in plain.items())
+                spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({pairs})")
                 self.forget(path)
         catalog_name = self.cfg.catalog_name(name)
         if catalog_name and catalog_name not in self._registered:

@@ -469,3 +469,15 @@ def test_data_skipping_stats_keys_limits_file_statistics_to_the_key_and_cdc_seq(
         else:
             assert "delta.dataSkippingStatsColumns" not in props
             assert {"id", "name", "_cdc_seq", "_cdc_op"} <= {name for stats in added for name in stats["minValues"]}
+
+
+def test_the_tables_turn_parquet_dictionaries_off_for_their_columns_unique_per_row(scenario: Scenario) -> None:
+    """Every table the job created says so (``spark_jobs.parquet_encoding``; that the properties
+    reach the Parquet writer, one column at a time, is ``tests/spark/test_parquet_encoding.py``):
+    the single-column key ``id``, ``_cdc_seq.lsn`` and ``_cdc_seq.kafka_offset``, nothing else."""
+    for table in ("items", "plain"):
+        props = {r.key: r.value for r in scenario.spark.sql(
+            f"SHOW TBLPROPERTIES delta.`{scenario.path(table)}`").collect()}
+        assert {k: v for k, v in props.items() if k.startswith("parquet.")} == {
+            "parquet.enable.dictionary#id": "false", "parquet.enable.dictionary#_cdc_seq.lsn": "false",
+            "parquet.enable.dictionary#_cdc_seq.kafka_offset": "false"}
