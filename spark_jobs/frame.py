@@ -143,15 +143,16 @@ def frame(data: Any, split: bool = True, keep_raw: bool = False, fmt: str = "jso
         # the text from_json parses (not split) or that is the payload itself (no envelope)
         json_only(F.when(parsed_needed | ~payload_found, value)).alias("_text"),
     )
-    json_only = (lambda c: c) if fmt == "json" else (lambda c: F.when(~F.col("_avro"), c))
+    # json_only over the first step's columns (the value is gone)
+    json_framed = (lambda c: c) if fmt == "json" else (lambda c: F.when(~F.col("_avro"), c))
     envelope = parse_json("_text", "STRUCT<schema: STRING, payload: STRING>")
     parsed_schema, parsed_payload = envelope["schema"], envelope["payload"]
     split_col = F.col("_split")
-    env_payload = json_only(F.when(split_col, F.col("_split_payload")).otherwise(parsed_payload))
+    env_payload = json_framed(F.when(split_col, F.col("_split_payload")).otherwise(parsed_payload))
     schema_hash = F.when(split_col, F.col("_split_hash")).otherwise(
         F.when(parsed_schema.isNotNull(), F.xxhash64(parsed_schema)))
     framed = framed.select("*", env_payload.alias("_env_payload"))
-    raw = ["key", "value", json_only(F.when(split_col, F.col("_split_schema")).otherwise(parsed_schema))
+    raw = ["key", "value", json_framed(F.when(split_col, F.col("_split_schema")).otherwise(parsed_schema))
            .alias("_schema_text")] if keep_raw else []
     is_avro = F.col("_avro")
     return framed.select(

@@ -34,6 +34,11 @@ def stats_columns(keys: list[str]) -> str:
     return ",".join(quote(c) for c in [*keys, "_cdc_seq"])
 
 
+def _property_pairs(properties: dict[str, str]) -> list[str]:
+    """``'key' = 'value'`` per property, as ``TBLPROPERTIES (...)`` lists them."""
+    return [f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items()]
+
+
 def table_path(cfg: ApplyJobConfig, topic: str) -> tuple[str, str]:
     """``(<schema>.<table>, Delta path)`` for a topic ``<prefix>.<schema>.<table>``."""
     parts = topic.split(".")
@@ -113,8 +118,7 @@ class DeltaTables:
             dv = f", {DV_PROP} = true" if self.cfg.deletion_vectors else ""
             if self.cfg.data_skipping_stats == "keys":
                 dv += f", {sql_string(STATS_PROP)} = {sql_string(stats_columns(keys))}"
-            plain = parquet_encoding.dictionary_off(keys)
-            dv += "".join(f", {sql_string(k)} = {sql_string(v)}" for k, v in plain.items())
+            dv += "".join(f", {pair}" for pair in _property_pairs(parquet_encoding.dictionary_off(keys)))
             spark.sql(
                 f"CREATE TABLE IF NOT EXISTS {target} ({cols}, {META_DDL}) USING DELTA {layout} "
                 f"TBLPROPERTIES (delta.enableChangeDataFeed = true{dv}, {sql_string(PROP_KEYS)} = "
@@ -143,8 +147,7 @@ class DeltaTables:
                 self.forget(path)
             plain = parquet_encoding.dictionary_off(keys, state.properties)
             if plain:  # a table created before the job set them: once
-                pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in plain.items())
-                spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({pairs})")
+                spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({', '.join(_property_pairs(plain))})")
                 self.forget(path)
         catalog_name = self.cfg.catalog_name(name)
         if catalog_name and catalog_name not in self._registered:
